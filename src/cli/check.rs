@@ -1,0 +1,132 @@
+//! `mcppol check PATH...`: parse, compile and lint files and folders.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, ValueEnum};
+
+use super::{color, exit, usage_error};
+use crate::diagnostics::{render_all, Diagnostic, Severity, SourceFile};
+use crate::{compile, syntax, HostPredicates, LoadOptions};
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Format {
+    Human,
+    Json,
+}
+
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// Policy files, and folders to search for `*.mcppol` files.
+    #[arg(required = true, value_name = "PATH")]
+    paths: Vec<PathBuf>,
+    /// `human` (diagnostics drawn on stderr) or `json` (one object a line on
+    /// stdout).
+    #[arg(long, value_enum, default_value = "human")]
+    format: Format,
+    /// The host predicates the embedding program registers (comma-separated);
+    /// with it, `host.NAME` must name one of them.
+    #[arg(long = "host-predicates", value_name = "NAMES", value_delimiter = ',')]
+    host_predicates: Option<Vec<String>>,
+}
+
+/// Every `*.mcppol` file under the paths, in a stable order.
+pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut files = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            walk(path, &mut files).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+        } else if path.exists() {
+            files.push(path.clone());
+        } else {
+            return Err(format!("`{}` does not exist", path.display()));
+        }
+    }
+    Ok(files)
+}
+
+fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            walk(&path, files)?;
+        } else if path.extension().is_some_and(|e| e == "mcppol") {
+            files.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// All diagnostics of one file: syntax, compile (and lints).
+pub fn check_file(path: &Path, options: &LoadOptions) -> Vec<Diagnostic> {
+    let origin = path.display().to_string();
+    let text = match crate::read_policy_file(path) {
+        Ok(t) => t,
+        Err(message) => {
+            let source = SourceFile::new(origin, String::new());
+            return vec![Diagnostic::error(
+                &source,
+                "mcppol::io",
+                syntax::Span::default(),
+                message,
+            )];
+        }
+    };
+    let source = SourceFile::new(origin, text);
+    let (file, mut diagnostics) = syntax::parse(&source);
+    let (_, compile_diagnostics) = compile::compile(&file, &source, options);
+    diagnostics.extend(compile_diagnostics);
+    diagnostics.sort_by_key(|d| d.span.start);
+    diagnostics
+}
+
+pub fn run(args: CheckArgs) -> u8 {
+    let files = match collect_files(&args.paths) {
+        Ok(f) => f,
+        Err(e) => return usage_error(&e, None),
+    };
+    let host = args.host_predicates.map(|names| {
+        let mut registry = HostPredicates::new();
+        for name in names {
+            registry.register(name, |_| Err("declared for checking only".to_string()));
+        }
+        registry
+    });
+    let options = LoadOptions { host };
+    let (mut errors, mut warnings) = (0usize, 0usize);
+    for file in &files {
+        let diagnostics = check_file(file, &options);
+        errors += diagnostics
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+            .count();
+        warnings += diagnostics
+            .iter()
+            .filter(|d| d.severity == Severity::Warning)
+            .count();
+        match args.format {
+            Format::Human => eprint!("{}", render_all(&diagnostics, color())),
+            Format::Json => {
+                for d in &diagnostics {
+                    println!("{}", d.to_json());
+                }
+            }
+        }
+    }
+    if let Format::Human = args.format {
+        let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+        eprintln!(
+            "checked {}: {}, {}",
+            plural(files.len(), "file"),
+            plural(errors, "error"),
+            plural(warnings, "warning")
+        );
+    }
+    if errors > 0 {
+        exit::FAILED
+    } else {
+        exit::OK
+    }
+}

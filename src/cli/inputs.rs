@@ -1,0 +1,41 @@
+//! Reading the JSON that flags carry: inline text or `@FILE`.
+
+use serde_json::Value;
+
+/// The JSON of a flag: the text itself, or with `@FILE` the file's text
+/// (`@-` reads standard input).
+pub fn json_arg(flag: &str, text: &str) -> Result<Value, String> {
+    let (body, origin) = match text.strip_prefix('@') {
+        Some("-") => {
+            let mut s = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
+                .map_err(|e| format!("{flag}: cannot read standard input: {e}"))?;
+            (s, "standard input".to_string())
+        }
+        Some(path) => (
+            std::fs::read_to_string(path)
+                .map_err(|e| format!("{flag}: cannot read `{path}`: {e}"))?,
+            format!("`{path}`"),
+        ),
+        None => (text.to_string(), "its value".to_string()),
+    };
+    serde_json::from_str(&body).map_err(|e| format!("{flag}: {origin} is not valid JSON: {e}"))
+}
+
+/// Like [`json_arg`], and the value must be an object.
+pub fn json_object_arg(flag: &str, text: &str) -> Result<Value, String> {
+    let value = json_arg(flag, text)?;
+    if value.is_object() {
+        Ok(value)
+    } else {
+        Err(format!("{flag} takes a JSON object, not `{value}`"))
+    }
+}
+
+/// `SERVER/NAME` split at the first `/`.
+pub fn split_target<'a>(flag: &str, text: &'a str) -> Result<(&'a str, &'a str), String> {
+    match text.split_once('/') {
+        Some((server, name)) if !server.is_empty() && !name.is_empty() => Ok((server, name)),
+        _ => Err(format!("{flag} takes SERVER/NAME, not `{text}`")),
+    }
+}

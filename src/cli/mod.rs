@@ -1,0 +1,73 @@
+//! The command line: one file a verb. Exit statuses: 0 success (for `eval`,
+//! whatever the decision), 1 the input has errors (`check`, `fingerprint`),
+//! 2 usage errors and policies that do not load (`eval`).
+
+mod check;
+mod eval;
+mod fingerprint;
+mod inputs;
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Exit statuses shared by the verbs.
+pub mod exit {
+    pub const OK: u8 = 0;
+    pub const FAILED: u8 = 1;
+    pub const USAGE: u8 = 2;
+}
+
+/// Policy-as-data for the tool calls AI agents make over MCP.
+#[derive(Parser, Debug)]
+#[command(name = "mcppol", version, about, max_term_width = 100)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Decide one request against a policy and print the decision as JSON.
+    Eval(Box<eval::EvalArgs>),
+    /// Parse, compile and lint policy files and folders.
+    Check(check::CheckArgs),
+    /// Print the fingerprint of one `tools/list` entry.
+    Fingerprint(fingerprint::FingerprintArgs),
+}
+
+/// Runs the command line and returns the exit status.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            });
+        }
+    };
+    let status = match cli.command {
+        Command::Eval(args) => eval::run(*args),
+        Command::Check(args) => check::run(args),
+        Command::Fingerprint(args) => fingerprint::run(args),
+    };
+    ExitCode::from(status)
+}
+
+/// Whether diagnostics on stderr should be coloured.
+pub(crate) fn color() -> bool {
+    std::env::var_os("NO_COLOR").is_none() && std::io::stderr().is_terminal()
+}
+
+/// Prints a usage error (plain text, as clap does) and gives its status.
+pub(crate) fn usage_error(message: &str, help: Option<&str>) -> u8 {
+    eprintln!("error: {message}");
+    if let Some(help) = help {
+        eprintln!("  help: {help}");
+    }
+    exit::USAGE
+}

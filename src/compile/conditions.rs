@@ -1,0 +1,412 @@
+//! Conditions: selectors resolved, literals checked, regexes compiled, host
+//! predicates looked up, and each predicate's quantifier fixed by polarity.
+
+use serde_json::Value;
+
+use super::Compiler;
+use crate::diagnostics::{did_you_mean, Diagnostic};
+use crate::paths;
+use crate::policy::{AnnotationKey, Cond, Operand, Pred, Quantifier, Step, Test};
+use crate::syntax::{self, CompareOp, Effect, SelectorAst, Span};
+
+const ROOTS: [&str; 5] = ["args", "principal", "assigns", "annotation", "host"];
+
+/// Where a predicate stands: in which kind of rule, under how many `not`s.
+#[derive(Clone, Copy)]
+pub(super) struct Polarity {
+    pub effect: Effect,
+    pub negated: bool,
+}
+
+impl Polarity {
+    fn flip(self) -> Self {
+        Polarity {
+            negated: !self.negated,
+            ..self
+        }
+    }
+
+    /// `All` where a match widens access, `Any` where it narrows it.
+    fn quantifier(self) -> Quantifier {
+        let widening = (self.effect == Effect::Allow) != self.negated;
+        if widening {
+            Quantifier::All
+        } else {
+            Quantifier::Any
+        }
+    }
+}
+
+/// A selector resolved to an operand, or what else it names.
+enum Resolved {
+    Operand(Operand),
+    Host(String, Span),
+}
+
+impl Compiler<'_> {
+    pub(super) fn condition(&mut self, ast: &syntax::Cond, at: Polarity) -> Option<Cond> {
+        match ast {
+            syntax::Cond::Or(parts, _) | syntax::Cond::And(parts, _) => {
+                let compiled: Vec<Option<Cond>> =
+                    parts.iter().map(|p| self.condition(p, at)).collect();
+                let compiled: Option<Vec<Cond>> = compiled.into_iter().collect();
+                let compiled = compiled?.into_boxed_slice();
+                Some(if matches!(ast, syntax::Cond::Or(..)) {
+                    Cond::Or(compiled)
+                } else {
+                    Cond::And(compiled)
+                })
+            }
+            syntax::Cond::Not(inner, _) => {
+                Some(Cond::Not(Box::new(self.condition(inner, at.flip())?)))
+            }
+            _ => {
+                let test = self.test(ast)?;
+                let quantifier = match test {
+                    Test::Inside { .. } => Quantifier::All,
+                    Test::Escapes { .. } => Quantifier::Any,
+                    _ => at.quantifier(),
+                };
+                Some(Cond::Pred(Box::new(Pred {
+                    test,
+                    quantifier,
+                    span: ast.span(),
+                })))
+            }
+        }
+    }
+
+    fn test(&mut self, ast: &syntax::Cond) -> Option<Test> {
+        match ast {
+            syntax::Cond::Tainted { ignore, .. } => Some(Test::Tainted {
+                ignore: ignore
+                    .iter()
+                    .map(|s| s.node.clone().into_boxed_str())
+                    .collect(),
+            }),
+            syntax::Cond::Exists { selector, .. } => {
+                let operand = self.value_operand(selector, "exists")?;
+                if let Operand::Annotation(_) = operand {
+                    self.push(
+                        Diagnostic::error(
+                            self.source,
+                            "mcppol::compile::bad_test",
+                            selector.span,
+                            "annotations always have a value",
+                        )
+                        .with_label("always present")
+                        .with_help("test the value instead: `annotation.read_only`"),
+                    );
+                    return None;
+                }
+                Some(Test::Exists(operand))
+            }
+            syntax::Cond::Bare(selector) => match self.selector(selector)? {
+                Resolved::Host(name, span) => self.host(&name, span),
+                Resolved::Operand(Operand::Annotation(key)) => Some(Test::Annotation(key)),
+                Resolved::Operand(_) => {
+                    let text = self.text(selector.span);
+                    self.push(
+                        Diagnostic::error(
+                            self.source,
+                            "mcppol::compile::bare_selector",
+                            selector.span,
+                            format!("`{text}` alone is not a condition"),
+                        )
+                        .with_label("needs a test")
+                        .with_help(format!(
+                            "test it: `exists {text}`, `{text} == true`, `{text} in [...]`"
+                        )),
+                    );
+                    None
+                }
+            },
+            syntax::Cond::Compare {
+                selector,
+                op,
+                value,
+                ..
+            } => {
+                let operand = self.value_operand(selector, op.node.as_str())?;
+                let ordering = !matches!(op.node, CompareOp::Eq | CompareOp::Ne);
+                if ordering && !value.node.is_number() {
+                    self.push(
+                        Diagnostic::error(
+                            self.source,
+                            "mcppol::compile::ordering_needs_number",
+                            value.span,
+                            format!("`{}` compares numbers only", op.node.as_str()),
+                        )
+                        .with_label("not a number")
+                        .with_help(
+                            "compare with a number, or use `==`, `in` or `matches` for strings",
+                        ),
+                    );
+                    return None;
+                }
+                if let Operand::Annotation(key) = operand {
+                    if ordering || !value.node.is_boolean() {
+                        self.push(
+                            Diagnostic::error(
+                                self.source,
+                                "mcppol::compile::bad_test",
+                                value.span,
+                                format!("`annotation.{}` is true or false", key.name()),
+                            )
+                            .with_label("not a boolean test")
+                            .with_help(format!(
+                                "write `annotation.{0}`, `not annotation.{0}` or `annotation.{0} == false`",
+                                key.name()
+                            )),
+                        );
+                        return None;
+                    }
+                }
+                Some(Test::Compare {
+                    operand,
+                    op: op.node,
+                    value: value.node.clone(),
+                })
+            }
+            syntax::Cond::In { selector, list, .. } => {
+                let operand = self.value_operand(selector, "in")?;
+                let Value::Array(items) = &list.node else {
+                    self.push(
+                        Diagnostic::error(
+                            self.source,
+                            "mcppol::compile::in_needs_list",
+                            list.span,
+                            "`in` needs a list",
+                        )
+                        .with_label("not a list")
+                        .with_help(
+                            "write the values in brackets: `in [\"a\", \"b\"]`, or use `==`",
+                        ),
+                    );
+                    return None;
+                };
+                Some(Test::In {
+                    operand,
+                    list: items.clone().into_boxed_slice(),
+                })
+            }
+            syntax::Cond::Matches {
+                selector, regex, ..
+            } => {
+                let operand = self.value_operand(selector, "matches");
+                let regex = self.regex(&regex.node, regex.span);
+                Some(Test::Matches {
+                    operand: operand?,
+                    regex: regex?,
+                })
+            }
+            syntax::Cond::Path {
+                selector,
+                inside,
+                root,
+                ..
+            } => {
+                let operand =
+                    self.value_operand(selector, if *inside { "inside" } else { "escapes" });
+                let canonical = match paths::canonical_root(&root.node) {
+                    Ok(r) => Some(r),
+                    Err(why) => {
+                        self.push(
+                            Diagnostic::error(
+                                self.source,
+                                "mcppol::compile::bad_root",
+                                root.span,
+                                format!("`{}` cannot be a root: {why}", root.node.escape_debug()),
+                            )
+                            .with_label("bad root")
+                            .with_help("write an absolute path such as \"/srv/sandbox\""),
+                        );
+                        None
+                    }
+                };
+                let (operand, root) = (operand?, canonical?.into_boxed_str());
+                Some(if *inside {
+                    Test::Inside { operand, root }
+                } else {
+                    Test::Escapes { operand, root }
+                })
+            }
+            syntax::Cond::Or(..) | syntax::Cond::And(..) | syntax::Cond::Not(..) => None,
+        }
+    }
+
+    /// A selector that must give a value (not a host predicate).
+    fn value_operand(&mut self, selector: &SelectorAst, test: &str) -> Option<Operand> {
+        match self.selector(selector)? {
+            Resolved::Operand(op) => Some(op),
+            Resolved::Host(name, span) => {
+                self.push(
+                    Diagnostic::error(
+                        self.source,
+                        "mcppol::compile::bad_test",
+                        span,
+                        format!("`host.{name}` is a predicate and takes no `{test}`"),
+                    )
+                    .with_label("a host predicate")
+                    .with_help(format!("use it alone: `host.{name}` or `not host.{name}`")),
+                );
+                None
+            }
+        }
+    }
+
+    fn selector(&mut self, selector: &SelectorAst) -> Option<Resolved> {
+        let root = selector.root.node.as_str();
+        let steps = || -> Box<[Step]> {
+            selector
+                .steps
+                .iter()
+                .map(|s| match &s.node {
+                    syntax::Step::Key(k) => Step::Key(k.clone().into_boxed_str()),
+                    syntax::Step::Index(i) => Step::Index(*i),
+                })
+                .collect()
+        };
+        match root {
+            "args" => Some(Resolved::Operand(Operand::Args(steps()))),
+            "assigns" => Some(Resolved::Operand(Operand::Assigns(steps()))),
+            "principal" => {
+                if let Some(step) = selector.steps.first() {
+                    self.push(
+                        Diagnostic::error(
+                            self.source,
+                            "mcppol::compile::bad_selector",
+                            step.span,
+                            "`principal` is a string and has no fields",
+                        )
+                        .with_label("no such field")
+                        .with_help("host data about the principal belongs in `assigns.KEY`"),
+                    );
+                    return None;
+                }
+                Some(Resolved::Operand(Operand::Principal))
+            }
+            "annotation" | "host" => {
+                let key = match selector.steps.as_slice() {
+                    [one] => match &one.node {
+                        syntax::Step::Key(k) => Some((k.as_str(), one.span)),
+                        syntax::Step::Index(_) => None,
+                    },
+                    _ => None,
+                };
+                let Some((key, key_span)) = key else {
+                    self.push(
+                        Diagnostic::error(
+                            self.source,
+                            "mcppol::compile::bad_selector",
+                            selector.span,
+                            format!("`{root}` needs one name after it"),
+                        )
+                        .with_label("expected one name")
+                        .with_help(if root == "host" {
+                            "write `host.NAME` with the name the host registered"
+                        } else {
+                            "write `annotation.read_only`, `destructive`, `open_world` or `idempotent`"
+                        }),
+                    );
+                    return None;
+                };
+                let key_span = Span::new(key_span.start + 1, key_span.end);
+                if root == "host" {
+                    return Some(Resolved::Host(key.to_string(), key_span));
+                }
+                self.annotation_key(key, key_span)
+                    .map(|k| Resolved::Operand(Operand::Annotation(k)))
+            }
+            _ => {
+                let help = match did_you_mean(root, ROOTS) {
+                    Some(k) => format!("did you mean `{k}`?"),
+                    None => format!(
+                        "a condition reads {}, or tests `tainted`",
+                        ROOTS.map(|r| format!("`{r}`")).join(", ")
+                    ),
+                };
+                self.push(
+                    Diagnostic::error(
+                        self.source,
+                        "mcppol::compile::unknown_selector",
+                        selector.root.span,
+                        format!("unknown name `{root}` in a condition"),
+                    )
+                    .with_label("unknown")
+                    .with_help(help),
+                );
+                None
+            }
+        }
+    }
+
+    fn annotation_key(&mut self, key: &str, span: Span) -> Option<AnnotationKey> {
+        if let Some((_, k)) = AnnotationKey::ALL.iter().find(|(n, _)| *n == key) {
+            return Some(*k);
+        }
+        let by_hint = AnnotationKey::ALL
+            .iter()
+            .find(|(_, k)| k.hint().eq_ignore_ascii_case(key))
+            .map(|(n, _)| *n);
+        let names = AnnotationKey::ALL.map(|(n, _)| n);
+        let help = match by_hint.or_else(|| did_you_mean(key, names)) {
+            Some(k) => format!("did you mean `annotation.{k}`?"),
+            None => format!(
+                "the annotation keys are {}",
+                names.map(|n| format!("`{n}`")).join(", ")
+            ),
+        };
+        self.push(
+            Diagnostic::error(
+                self.source,
+                "mcppol::compile::unknown_annotation",
+                span,
+                format!("unknown annotation `{key}`"),
+            )
+            .with_label("not an annotation key")
+            .with_help(help),
+        );
+        None
+    }
+
+    fn host(&mut self, name: &str, span: Span) -> Option<Test> {
+        let predicate = match &self.options.host {
+            None => None,
+            Some(registry) => match registry.get(name) {
+                Some(p) => Some(p.clone()),
+                None => {
+                    let mut known: Vec<&str> = registry.names().collect();
+                    known.sort_unstable();
+                    let help = match did_you_mean(name, known.iter().copied()) {
+                        Some(k) => format!("did you mean `host.{k}`?"),
+                        None if known.is_empty() => "the host registered no predicates".to_string(),
+                        None => format!(
+                            "the host registered: {}",
+                            known
+                                .iter()
+                                .map(|k| format!("`{k}`"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    };
+                    self.push(
+                        Diagnostic::error(
+                            self.source,
+                            "mcppol::compile::unknown_host_predicate",
+                            span,
+                            format!("no host predicate `{name}`"),
+                        )
+                        .with_label("not registered")
+                        .with_help(help),
+                    );
+                    return None;
+                }
+            },
+        };
+        Some(Test::Host {
+            name: name.into(),
+            predicate,
+        })
+    }
+}

@@ -1,0 +1,298 @@
+//! AST to compiled policy. Every semantic error of a file is reported, not
+//! just the first; a file with any error yields no policy.
+
+mod conditions;
+mod settings;
+mod targets;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::diagnostics::{Diagnostic, LoadError, Severity, SourceFile};
+use crate::host::HostPredicates;
+use crate::policy::{
+    Cond, Policy, PolicySet, Rule, RuleList, Target, TargetIndex, Test, Visibility,
+};
+use crate::syntax::{self, Effect, Item, PolicyAst, RuleAst, Span, TargetKind};
+
+pub use targets::REGEX_SIZE_LIMIT;
+
+use conditions::Polarity;
+
+/// How a file is loaded.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// The host's predicates. When given, `host.NAME` must name one of them
+    /// (else a load error); when not, `host.NAME` is accepted and fails
+    /// closed when evaluated.
+    pub host: Option<HostPredicates>,
+}
+
+/// Parses and compiles one file.
+pub fn load(source: Arc<SourceFile>, options: &LoadOptions) -> Result<PolicySet, LoadError> {
+    let (file, mut diagnostics) = syntax::parse(&source);
+    let (policies, compile_diagnostics) = compile(&file, &source, options);
+    diagnostics.extend(compile_diagnostics);
+    if diagnostics.iter().any(|d| d.severity == Severity::Error) {
+        diagnostics.sort_by_key(|d| d.span.start);
+        return Err(LoadError::new(diagnostics));
+    }
+    Ok(PolicySet { policies, source })
+}
+
+/// Compiles a parsed file: its policies and the errors found.
+pub fn compile(
+    file: &syntax::File,
+    source: &Arc<SourceFile>,
+    options: &LoadOptions,
+) -> (Vec<Arc<Policy>>, Vec<Diagnostic>) {
+    let mut compiler = Compiler {
+        source,
+        options,
+        diagnostics: Vec::new(),
+    };
+    let mut policies: Vec<Arc<Policy>> = Vec::new();
+    for ast in &file.policies {
+        if let Some(first) = policies.iter().find(|p| p.name == ast.name.node) {
+            let (line, _) = source.line_col(first.span.start);
+            compiler.push(
+                Diagnostic::error(
+                    source,
+                    "mcppol::compile::duplicate_policy",
+                    ast.name.span,
+                    format!("policy `{}` is defined twice in this file", ast.name.node),
+                )
+                .with_label("defined again here")
+                .with_help(format!("rename one: the first is on line {line}")),
+            );
+            continue;
+        }
+        policies.push(Arc::new(compiler.policy(ast)));
+    }
+    (policies, compiler.diagnostics)
+}
+
+pub(crate) struct Compiler<'a> {
+    source: &'a Arc<SourceFile>,
+    options: &'a LoadOptions,
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl Compiler<'_> {
+    fn push(&mut self, diagnostic: Diagnostic) {
+        self.diagnostics.push(diagnostic);
+    }
+
+    fn text(&self, span: Span) -> &str {
+        self.source
+            .text
+            .get(span.start..span.end)
+            .unwrap_or_default()
+    }
+
+    fn policy(&mut self, ast: &PolicyAst) -> Policy {
+        let settings_ast: Vec<_> = ast
+            .items
+            .iter()
+            .filter_map(|i| match i {
+                Item::Setting(s) => Some(s),
+                _ => None,
+            })
+            .collect();
+        let settings = self.settings(&settings_ast);
+
+        let mut visibility: Option<Visibility> = None;
+        let mut lists: [RuleList; 3] = Default::default();
+        let mut named: HashMap<&str, Span> = HashMap::new();
+        let mut uses_annotations = false;
+        for item in &ast.items {
+            match item {
+                Item::Tools(block) => {
+                    if let Some(first) = &visibility {
+                        let (line, _) = self.source.line_col(first.span.start);
+                        self.push(
+                            Diagnostic::error(
+                                self.source,
+                                "mcppol::compile::duplicate_tools_block",
+                                block.span,
+                                "a policy has one `tools {}` block",
+                            )
+                            .with_label("second block")
+                            .with_help(format!("merge it into the block on line {line}")),
+                        );
+                        continue;
+                    }
+                    visibility = Some(self.visibility(block));
+                }
+                Item::Rule(rule) => {
+                    if let Some(id) = &rule.id {
+                        if let Some(first) = named.get(id.node.as_str()) {
+                            let (line, _) = self.source.line_col(first.start);
+                            self.push(
+                                Diagnostic::error(
+                                    self.source,
+                                    "mcppol::compile::duplicate_rule_id",
+                                    id.span,
+                                    format!("rule id `{}` is used twice", id.node),
+                                )
+                                .with_label("used again here")
+                                .with_help(format!(
+                                    "rule ids are unique within a policy; the first is on line {line}"
+                                )),
+                            );
+                        } else {
+                            named.insert(id.node.as_str(), id.span);
+                        }
+                    }
+                    self.kind_in_scope(rule, &settings);
+                    let list = &mut lists[rule.effect.node.index()];
+                    let number = list.rules.len();
+                    if let Some(compiled) = self.rule(rule, number) {
+                        uses_annotations |=
+                            compiled.condition.as_ref().is_some_and(reads_annotations);
+                        let kind = compiled.kind;
+                        let list = &mut lists[rule.effect.node.index()];
+                        let index = &mut list.index[kind.index()];
+                        for target in &compiled.targets {
+                            index.insert(&target.matcher, number as u32);
+                        }
+                        list.rules.push(compiled);
+                    } else {
+                        // Keep numbering stable: a placeholder would be wrong
+                        // to decide with, but the file does not load anyway.
+                        lists[rule.effect.node.index()]
+                            .rules
+                            .push(placeholder(rule, number));
+                    }
+                }
+                Item::Setting(_) => {}
+            }
+        }
+        Policy {
+            name: ast.name.node.clone(),
+            settings,
+            visibility,
+            lists,
+            source: Arc::clone(self.source),
+            span: ast.span,
+            name_span: ast.name.span,
+            uses_annotations,
+        }
+    }
+
+    fn kind_in_scope(&mut self, rule: &RuleAst, settings: &crate::policy::Settings) {
+        let (in_scope, word) = match rule.kind {
+            TargetKind::Tool => return,
+            TargetKind::Resource => (settings.scope.resources, "resources"),
+            TargetKind::Prompt => (settings.scope.prompts, "prompts"),
+        };
+        if !in_scope {
+            let span = rule.kind_span.unwrap_or(rule.span);
+            self.push(
+                Diagnostic::error(
+                    self.source,
+                    "mcppol::compile::kind_out_of_scope",
+                    span,
+                    format!("a {} rule in a policy whose scope lacks `{word}`", rule.kind.as_str()),
+                )
+                .with_label("never applies")
+                .with_help(format!(
+                    "add `scope tools, {word}` to the policy, or remove the rule: out of scope, every {} is allowed",
+                    rule.kind.as_str()
+                )),
+            );
+        }
+    }
+
+    fn rule(&mut self, ast: &RuleAst, number: usize) -> Option<Rule> {
+        let effect = ast.effect.node;
+        let loose = effect != Effect::Allow;
+        let targets: Vec<Option<Target>> =
+            ast.targets.iter().map(|t| self.target(t, loose)).collect();
+        let condition = ast.condition.as_ref().map(|clause| {
+            let at = Polarity {
+                effect,
+                negated: clause.unless,
+            };
+            let compiled = self.condition(&clause.condition, at);
+            if clause.unless {
+                compiled.map(|c| Cond::Not(Box::new(c)))
+            } else {
+                compiled
+            }
+        });
+        let targets: Option<Vec<Target>> = targets.into_iter().collect();
+        let condition = match condition {
+            None => None,
+            Some(c) => Some(c?),
+        };
+        let (id, named) = match &ast.id {
+            Some(id) => (Arc::from(id.node.as_str()), true),
+            None => (Arc::from(format!("{}:{number}", effect.as_str())), false),
+        };
+        Some(Rule {
+            id,
+            named,
+            effect,
+            kind: ast.kind,
+            targets: targets?,
+            condition,
+            span: ast.span,
+        })
+    }
+
+    fn visibility(&mut self, block: &syntax::ToolsBlock) -> Visibility {
+        let mut include = TargetIndex::default();
+        let mut exclude = TargetIndex::default();
+        for entry in &block.entries {
+            for target in &entry.targets {
+                if let Some(t) = self.target(target, !entry.include) {
+                    let index = if entry.include {
+                        &mut include
+                    } else {
+                        &mut exclude
+                    };
+                    index.insert(&t.matcher, 0);
+                }
+            }
+        }
+        Visibility {
+            include,
+            exclude,
+            span: block.span,
+        }
+    }
+}
+
+/// A rule that failed to compile, kept only so later rules keep their
+/// numbers while the rest of the file is checked.
+fn placeholder(ast: &RuleAst, number: usize) -> Rule {
+    Rule {
+        id: Arc::from(format!("{}:{number}", ast.effect.node.as_str())),
+        named: ast.id.is_some(),
+        effect: ast.effect.node,
+        kind: ast.kind,
+        targets: Vec::new(),
+        condition: None,
+        span: ast.span,
+    }
+}
+
+fn reads_annotations(cond: &Cond) -> bool {
+    match cond {
+        Cond::And(parts) | Cond::Or(parts) => parts.iter().any(reads_annotations),
+        Cond::Not(inner) => reads_annotations(inner),
+        Cond::Pred(p) => matches!(
+            &p.test,
+            Test::Annotation(_)
+                | Test::Compare {
+                    operand: crate::policy::Operand::Annotation(_),
+                    ..
+                }
+                | Test::In {
+                    operand: crate::policy::Operand::Annotation(_),
+                    ..
+                }
+        ),
+    }
+}

@@ -1,0 +1,122 @@
+//! Targets and regexes: patterns split into segments, folded for loose
+//! lists, regexes compiled with size limits.
+
+use regex::{Regex, RegexBuilder};
+
+use super::Compiler;
+use crate::diagnostics::Diagnostic;
+use crate::policy::glob::Glob;
+use crate::policy::names::fold;
+use crate::policy::{IndexedTarget, NameMatcher, Target};
+use crate::syntax::{Span, TargetAst};
+
+/// Compiled regexes may use this many bytes; larger ones are refused.
+pub const REGEX_SIZE_LIMIT: usize = 1 << 20;
+
+impl Compiler<'_> {
+    /// Compiles a regex or reports why it cannot be used.
+    pub(super) fn regex(&mut self, source: &str, span: Span) -> Option<Regex> {
+        let built = RegexBuilder::new(source)
+            .size_limit(REGEX_SIZE_LIMIT)
+            .dfa_size_limit(REGEX_SIZE_LIMIT)
+            .build();
+        match built {
+            Ok(re) => Some(re),
+            Err(regex::Error::CompiledTooBig(limit)) => {
+                self.push(
+                    Diagnostic::error(
+                        self.source,
+                        "mcppol::compile::regex_too_big",
+                        span,
+                        format!("this regex compiles to more than {limit} bytes"),
+                    )
+                    .with_label("too big")
+                    .with_help("use a simpler regex: large counted repetitions (`{1000}`) multiply its size"),
+                );
+                None
+            }
+            Err(e) => {
+                let detail = e.to_string();
+                let last = detail
+                    .lines()
+                    .rev()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("invalid regex")
+                    .trim()
+                    .trim_start_matches("error: ")
+                    .to_string();
+                self.push(
+                    Diagnostic::error(
+                        self.source,
+                        "mcppol::compile::invalid_regex",
+                        span,
+                        format!("invalid regex: {last}"),
+                    )
+                    .with_label("here")
+                    .with_help("regexes use Rust `regex` syntax; write `\\/` for a slash"),
+                );
+                None
+            }
+        }
+    }
+
+    /// One target of a rule or of the visibility block. `loose` folds the
+    /// segments (deny, ask, exclude).
+    pub(super) fn target(&mut self, ast: &TargetAst, loose: bool) -> Option<Target> {
+        let maybe_fold = |s: &str| -> String {
+            if loose {
+                fold(s).into_owned()
+            } else {
+                s.to_string()
+            }
+        };
+        let source_text = &self.source.text;
+        let text = source_text
+            .get(ast.span().start..ast.span().end)
+            .unwrap_or_default()
+            .to_string();
+        match ast {
+            TargetAst::Any(span) => Some(Target {
+                text,
+                span: *span,
+                exact: false,
+                matcher: IndexedTarget {
+                    server: Glob::Any,
+                    name: NameMatcher::Glob(Glob::Any),
+                },
+            }),
+            TargetAst::Pattern(p) => {
+                let (server, name, has_server) = match p.node.split_once('/') {
+                    Some((s, n)) => (Glob::new(&maybe_fold(s)), Glob::new(&maybe_fold(n)), true),
+                    None => (Glob::Any, Glob::new(&maybe_fold(&p.node)), false),
+                };
+                let exact = has_server && server.is_literal() && name.is_literal();
+                Some(Target {
+                    text,
+                    span: p.span,
+                    exact,
+                    matcher: IndexedTarget {
+                        server,
+                        name: NameMatcher::Glob(name),
+                    },
+                })
+            }
+            TargetAst::Regex {
+                server,
+                regex,
+                span,
+            } => {
+                let re = self.regex(&regex.node, regex.span)?;
+                Some(Target {
+                    text,
+                    span: *span,
+                    exact: false,
+                    matcher: IndexedTarget {
+                        server: Glob::new(&maybe_fold(&server.node)),
+                        name: NameMatcher::Regex(re),
+                    },
+                })
+            }
+        }
+    }
+}

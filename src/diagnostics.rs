@@ -1,0 +1,317 @@
+//! Diagnostics: errors and warnings that point at the policy text.
+//!
+//! Every stage (parser, compiler, checker) reports [`Diagnostic`]s: a stable
+//! code, a lower-case message, the span of the bad entry, a label and a help
+//! line. They carry their [`SourceFile`], so they render with a snippet
+//! anywhere (miette) and convert to the machine-readable form that
+//! `mcppol check --format json` prints.
+
+use std::fmt;
+use std::sync::Arc;
+
+use miette::{
+    GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteError, MietteSpanContents,
+    SourceCode, SourceSpan, SpanContents,
+};
+
+use crate::syntax::Span;
+
+/// The text of one policy file and the name it is reported under.
+#[derive(Debug)]
+pub struct SourceFile {
+    pub name: String,
+    pub text: String,
+}
+
+impl SourceFile {
+    pub fn new(name: impl Into<String>, text: impl Into<String>) -> Arc<Self> {
+        Arc::new(SourceFile {
+            name: name.into(),
+            text: text.into(),
+        })
+    }
+
+    /// 1-based line and column (in characters) of a byte offset.
+    pub fn line_col(&self, offset: usize) -> (usize, usize) {
+        let offset = floor_char_boundary(&self.text, offset.min(self.text.len()));
+        let before = &self.text[..offset];
+        let line = before.bytes().filter(|b| *b == b'\n').count() + 1;
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        let column = before[line_start..].chars().count() + 1;
+        (line, column)
+    }
+}
+
+fn floor_char_boundary(text: &str, mut offset: usize) -> usize {
+    while offset > 0 && !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    offset
+}
+
+impl SourceCode for SourceFile {
+    fn read_span<'a>(
+        &'a self,
+        span: &SourceSpan,
+        context_lines_before: usize,
+        context_lines_after: usize,
+    ) -> Result<Box<dyn SpanContents<'a> + 'a>, MietteError> {
+        let inner = self
+            .text
+            .read_span(span, context_lines_before, context_lines_after)?;
+        Ok(Box::new(MietteSpanContents::new_named(
+            self.name.clone(),
+            inner.data(),
+            *inner.span(),
+            inner.line(),
+            inner.column(),
+            inner.line_count(),
+        )))
+    }
+}
+
+/// How bad a diagnostic is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Severity {
+    Warning,
+    Error,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+/// One error or warning about a policy file.
+#[derive(Debug, Clone)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    /// Stable, e.g. `mcppol::compile::unknown_setting`.
+    pub code: &'static str,
+    pub message: String,
+    pub span: Span,
+    pub label: String,
+    pub help: Option<String>,
+    pub source: Arc<SourceFile>,
+}
+
+impl Diagnostic {
+    pub fn error(
+        source: &Arc<SourceFile>,
+        code: &'static str,
+        span: Span,
+        message: impl Into<String>,
+    ) -> Self {
+        Diagnostic {
+            severity: Severity::Error,
+            code,
+            message: message.into(),
+            span,
+            label: String::new(),
+            help: None,
+            source: Arc::clone(source),
+        }
+    }
+
+    pub fn warning(
+        source: &Arc<SourceFile>,
+        code: &'static str,
+        span: Span,
+        message: impl Into<String>,
+    ) -> Self {
+        Diagnostic {
+            severity: Severity::Warning,
+            ..Diagnostic::error(source, code, span, message)
+        }
+    }
+
+    pub fn with_label(mut self, label: impl Into<String>) -> Self {
+        self.label = label.into();
+        self
+    }
+
+    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    /// 1-based line and column where the span starts.
+    pub fn line_col(&self) -> (usize, usize) {
+        self.source.line_col(self.span.start)
+    }
+
+    /// The JSON object `mcppol check --format json` prints.
+    pub fn to_json(&self) -> serde_json::Value {
+        let (line, column) = self.line_col();
+        let (end_line, end_column) = self.source.line_col(self.span.end);
+        serde_json::json!({
+            "file": self.source.name,
+            "line": line,
+            "column": column,
+            "end_line": end_line,
+            "end_column": end_column,
+            "severity": self.severity.as_str(),
+            "code": self.code,
+            "message": self.message,
+            "help": self.help,
+        })
+    }
+
+    /// The diagnostic drawn with its snippet, as a terminal shows it.
+    pub fn render(&self, color: bool) -> String {
+        render_all(std::slice::from_ref(self), color)
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Diagnostic {}
+
+impl miette::Diagnostic for Diagnostic {
+    fn code<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        Some(Box::new(self.code))
+    }
+
+    fn severity(&self) -> Option<miette::Severity> {
+        Some(match self.severity {
+            Severity::Warning => miette::Severity::Warning,
+            Severity::Error => miette::Severity::Error,
+        })
+    }
+
+    fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        self.help
+            .as_ref()
+            .map(|h| Box::new(h) as Box<dyn fmt::Display + 'a>)
+    }
+
+    fn source_code(&self) -> Option<&dyn SourceCode> {
+        Some(&*self.source)
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
+        let label = if self.label.is_empty() {
+            None
+        } else {
+            Some(self.label.clone())
+        };
+        let span = SourceSpan::new(self.span.start.into(), self.span.len());
+        Some(Box::new(std::iter::once(LabeledSpan::new_with_span(
+            label, span,
+        ))))
+    }
+}
+
+/// Draws diagnostics one after another, without colour unless asked.
+pub fn render_all(diagnostics: &[Diagnostic], color: bool) -> String {
+    let theme = if color {
+        GraphicalTheme::unicode()
+    } else {
+        GraphicalTheme::unicode_nocolor()
+    };
+    let handler = GraphicalReportHandler::new_themed(theme).with_width(100);
+    let mut out = String::new();
+    for diagnostic in diagnostics {
+        if handler.render_report(&mut out, diagnostic).is_err() {
+            out.push_str(&format!("{}: {}\n", diagnostic.code, diagnostic.message));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The errors that stopped a file from loading: every one that was found.
+#[derive(Debug, Clone)]
+pub struct LoadError {
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl LoadError {
+    pub fn new(diagnostics: Vec<Diagnostic>) -> Self {
+        LoadError { diagnostics }
+    }
+
+    /// All diagnostics drawn with their snippets.
+    pub fn render(&self, color: bool) -> String {
+        render_all(&self.diagnostics, color)
+    }
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let errors = self
+            .diagnostics
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+            .count();
+        match self.diagnostics.first() {
+            Some(first) => {
+                let (line, column) = first.line_col();
+                write!(
+                    f,
+                    "{}:{line}:{column}: {}",
+                    first.source.name, first.message
+                )?;
+                if errors > 1 {
+                    write!(f, " (and {} more errors)", errors - 1)?;
+                }
+                Ok(())
+            }
+            None => f.write_str("the policy did not load"),
+        }
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+impl miette::Diagnostic for LoadError {
+    fn related<'a>(&'a self) -> Option<Box<dyn Iterator<Item = &'a dyn miette::Diagnostic> + 'a>> {
+        Some(Box::new(
+            self.diagnostics
+                .iter()
+                .map(|d| d as &dyn miette::Diagnostic),
+        ))
+    }
+}
+
+/// The known word closest to `word`, if one is close enough to be a likely
+/// misspelling.
+pub fn did_you_mean<'a>(word: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let lower = word.to_ascii_lowercase();
+    let limit = (word.chars().count() / 3).max(1);
+    known
+        .into_iter()
+        .map(|k| (strsim::damerau_levenshtein(&lower, k), k))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_and_column_count_characters() {
+        let src = SourceFile::new("p.mcppol", "ab\ncé x");
+        assert_eq!(src.line_col(0), (1, 1));
+        assert_eq!(src.line_col(3), (2, 1));
+        assert_eq!(src.line_col(6), (2, 3));
+    }
+
+    #[test]
+    fn suggestions_need_to_be_close() {
+        let known = ["default", "scope", "trusted"];
+        assert_eq!(did_you_mean("defualt", known), Some("default"));
+        assert_eq!(did_you_mean("Scope", known), Some("scope"));
+        assert_eq!(did_you_mean("banana", known), None);
+    }
+}

@@ -1,0 +1,112 @@
+//! What a host asks about: one tool call, resource read or prompt get.
+
+use serde_json::Value;
+
+use crate::fingerprint::ToolApproval;
+use crate::syntax::TargetKind;
+
+/// A request to decide. Borrowed from the host's own data: building one
+/// allocates nothing.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    pub kind: TargetKind,
+    /// The server's id, chosen by the host (`github`, `fs`).
+    pub server: &'a str,
+    /// The tool or prompt name, or the resource URI.
+    pub name: &'a str,
+    /// The call's final arguments (a JSON object). `None` reads as `{}`.
+    pub args: Option<&'a Value>,
+    /// The tool's MCP `annotations` object (`readOnlyHint`, ...).
+    pub annotations: Option<&'a Value>,
+    /// Server ids whose output is already in the model's context.
+    pub taint: &'a [&'a str],
+    /// Who the call is made for.
+    pub principal: Option<&'a str>,
+    /// Host data for `assigns.KEY`.
+    pub assigns: Option<&'a Value>,
+    /// Whether a person can be asked. Resource reads and prompt gets never
+    /// have an approver, whatever this says.
+    pub has_approver: bool,
+    /// The tool against its approved fingerprint.
+    pub approval: ToolApproval,
+    /// The host itself trusts this server's annotations.
+    pub server_trusted: bool,
+}
+
+impl<'a> Request<'a> {
+    fn new(kind: TargetKind, server: &'a str, name: &'a str) -> Self {
+        Request {
+            kind,
+            server,
+            name,
+            args: None,
+            annotations: None,
+            taint: &[],
+            principal: None,
+            assigns: None,
+            has_approver: true,
+            approval: ToolApproval::Approved,
+            server_trusted: false,
+        }
+    }
+
+    /// A call of `tool` on `server`.
+    pub fn tool(server: &'a str, tool: &'a str) -> Self {
+        Self::new(TargetKind::Tool, server, tool)
+    }
+
+    /// A read of `uri` on `server`.
+    pub fn resource(server: &'a str, uri: &'a str) -> Self {
+        Self::new(TargetKind::Resource, server, uri)
+    }
+
+    /// A get of prompt `name` on `server`.
+    pub fn prompt(server: &'a str, name: &'a str) -> Self {
+        Self::new(TargetKind::Prompt, server, name)
+    }
+
+    pub fn with_args(mut self, args: &'a Value) -> Self {
+        self.args = Some(args);
+        self
+    }
+
+    pub fn with_annotations(mut self, annotations: &'a Value) -> Self {
+        self.annotations = Some(annotations);
+        self
+    }
+
+    pub fn with_taint(mut self, taint: &'a [&'a str]) -> Self {
+        self.taint = taint;
+        self
+    }
+
+    pub fn with_principal(mut self, principal: &'a str) -> Self {
+        self.principal = Some(principal);
+        self
+    }
+
+    pub fn with_assigns(mut self, assigns: &'a Value) -> Self {
+        self.assigns = Some(assigns);
+        self
+    }
+
+    pub fn without_approver(mut self) -> Self {
+        self.has_approver = false;
+        self
+    }
+
+    pub fn with_approval(mut self, approval: ToolApproval) -> Self {
+        self.approval = approval;
+        self
+    }
+
+    pub fn with_trusted_server(mut self, trusted: bool) -> Self {
+        self.server_trusted = trusted;
+        self
+    }
+
+    /// Whether a person can be asked about this request.
+    pub fn approver_available(&self) -> bool {
+        self.has_approver && self.kind == TargetKind::Tool
+    }
+}

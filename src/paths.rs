@@ -1,0 +1,142 @@
+//! Lexical path canonicalization for `inside` and `escapes`.
+//!
+//! Nothing touches the file system. In order: the value must be a string;
+//! Unicode NFC; a NUL or a backslash fails; a relative path is joined to the
+//! root; empty and `.` segments are dropped, `..` removes the previous
+//! segment (and at the top stays at `/`); trailing slashes do not count.
+//! `~` is not expanded.
+
+use unicode_normalization::UnicodeNormalization;
+
+/// Why a path has no canonical form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    #[error("it holds a NUL character")]
+    Nul,
+    #[error("it holds a backslash")]
+    Backslash,
+}
+
+/// The canonical form of `path`, relative paths joined to `root` (which must
+/// already be canonical).
+pub fn canonicalize(path: &str, root: &str) -> Result<String, PathError> {
+    let normalized: String = path.nfc().collect();
+    if normalized.contains('\0') {
+        return Err(PathError::Nul);
+    }
+    if normalized.contains('\\') {
+        return Err(PathError::Backslash);
+    }
+    let mut segments: Vec<&str> = Vec::new();
+    if !normalized.starts_with('/') {
+        segments.extend(root.split('/').filter(|s| !s.is_empty()));
+    }
+    for segment in normalized.split('/') {
+        match segment {
+            "" | "." => {}
+            ".." => {
+                segments.pop();
+            }
+            s => segments.push(s),
+        }
+    }
+    let mut out = String::with_capacity(normalized.len() + root.len() + 1);
+    for s in &segments {
+        out.push('/');
+        out.push_str(s);
+    }
+    if out.is_empty() {
+        out.push('/');
+    }
+    Ok(out)
+}
+
+/// The canonical form of a root as written in a policy (a relative root is
+/// taken from `/`).
+pub fn canonical_root(root: &str) -> Result<String, PathError> {
+    canonicalize(root, "/")
+}
+
+/// Whether a canonical path lies within a canonical root (the root itself
+/// counts).
+pub fn is_within(path: &str, root: &str) -> bool {
+    if root == "/" {
+        return true;
+    }
+    path == root || (path.starts_with(root) && path.as_bytes().get(root.len()) == Some(&b'/'))
+}
+
+/// Whether `value` is a string path inside `root` (canonical).
+pub fn inside(value: &str, root: &str) -> bool {
+    canonicalize(value, root).is_ok_and(|p| is_within(&p, root))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ROOT: &str = "/srv/sandbox";
+
+    #[test]
+    fn the_contract_examples_inside() {
+        for p in [
+            "/srv/sandbox",
+            "/srv/sandbox/a/../b",
+            "a/b",
+            "./x",
+            "/srv/sandbox/",
+        ] {
+            assert!(inside(p, ROOT), "{p} should be inside");
+        }
+    }
+
+    #[test]
+    fn the_contract_examples_escape() {
+        for p in [
+            "/srv/sandboxed",
+            "/srv/sandbox/../x",
+            "../x",
+            "/etc/passwd",
+            "a\\b",
+            "x\u{0}y",
+        ] {
+            assert!(!inside(p, ROOT), "{p} should escape");
+        }
+    }
+
+    #[test]
+    fn dotdot_stops_at_the_top() {
+        assert_eq!(canonicalize("/../../etc", ROOT), Ok("/etc".to_string()));
+        assert_eq!(canonicalize("/..", ROOT), Ok("/".to_string()));
+    }
+
+    #[test]
+    fn tilde_is_not_expanded_and_nfc_applies() {
+        assert_eq!(
+            canonicalize("~/x", ROOT),
+            Ok("/srv/sandbox/~/x".to_string())
+        );
+        let decomposed = "/srv/sandbox/e\u{301}";
+        assert_eq!(
+            canonicalize(decomposed, ROOT),
+            Ok("/srv/sandbox/\u{e9}".to_string())
+        );
+        let root_nfc = canonical_root("/caf\u{e9}").unwrap_or_default();
+        assert!(inside("/cafe\u{301}/x", &root_nfc));
+    }
+
+    #[test]
+    fn root_slash_holds_everything() {
+        assert!(inside("/etc/passwd", "/"));
+        assert_eq!(
+            canonical_root("srv//sandbox/"),
+            Ok("/srv/sandbox".to_string())
+        );
+    }
+
+    #[test]
+    fn errors_are_named() {
+        assert_eq!(canonicalize("a\\b", ROOT), Err(PathError::Backslash));
+        assert_eq!(canonicalize("a\0b", ROOT), Err(PathError::Nul));
+    }
+}

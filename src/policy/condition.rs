@@ -1,0 +1,135 @@
+//! Compiled conditions: predicates with their quantifier fixed at compile
+//! time, ready to evaluate without allocation.
+
+use regex::Regex;
+use serde_json::Value;
+
+use crate::host::HostFn;
+use crate::syntax::{CompareOp, Span};
+
+/// A compiled condition.
+#[derive(Debug, Clone)]
+pub enum Cond {
+    And(Box<[Cond]>),
+    Or(Box<[Cond]>),
+    Not(Box<Cond>),
+    Pred(Box<Pred>),
+}
+
+/// How a test over several selected values (a list met on the way) is
+/// decided. Chosen by polarity so that the answer is always the narrower
+/// one: `All` where a match widens access (an allow rule, or a deny rule
+/// under `not`), `Any` where a match narrows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quantifier {
+    Any,
+    All,
+}
+
+/// One predicate and where it was written.
+#[derive(Debug, Clone)]
+pub struct Pred {
+    pub test: Test,
+    pub quantifier: Quantifier,
+    pub span: Span,
+}
+
+/// The four MCP tool annotations a policy may test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnnotationKey {
+    ReadOnly,
+    Destructive,
+    OpenWorld,
+    Idempotent,
+}
+
+impl AnnotationKey {
+    pub const ALL: [(&'static str, AnnotationKey); 4] = [
+        ("read_only", AnnotationKey::ReadOnly),
+        ("destructive", AnnotationKey::Destructive),
+        ("open_world", AnnotationKey::OpenWorld),
+        ("idempotent", AnnotationKey::Idempotent),
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            AnnotationKey::ReadOnly => "read_only",
+            AnnotationKey::Destructive => "destructive",
+            AnnotationKey::OpenWorld => "open_world",
+            AnnotationKey::Idempotent => "idempotent",
+        }
+    }
+
+    /// The MCP field (`readOnlyHint`, ...).
+    pub fn hint(self) -> &'static str {
+        match self {
+            AnnotationKey::ReadOnly => "readOnlyHint",
+            AnnotationKey::Destructive => "destructiveHint",
+            AnnotationKey::OpenWorld => "openWorldHint",
+            AnnotationKey::Idempotent => "idempotentHint",
+        }
+    }
+
+    /// MCP's value for an absent hint, which is also the conservative value
+    /// used for servers that are not trusted.
+    pub fn conservative(self) -> bool {
+        match self {
+            AnnotationKey::ReadOnly | AnnotationKey::Idempotent => false,
+            AnnotationKey::Destructive | AnnotationKey::OpenWorld => true,
+        }
+    }
+}
+
+/// One step of a selector.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    Key(Box<str>),
+    Index(usize),
+}
+
+/// Where a predicate's value comes from.
+#[derive(Debug, Clone)]
+pub enum Operand {
+    Args(Box<[Step]>),
+    Principal,
+    Assigns(Box<[Step]>),
+    Annotation(AnnotationKey),
+}
+
+/// What is tested.
+#[derive(Debug, Clone)]
+pub enum Test {
+    /// `annotation.read_only` alone: the effective annotation is true.
+    Annotation(AnnotationKey),
+    Compare {
+        operand: Operand,
+        op: CompareOp,
+        value: Value,
+    },
+    In {
+        operand: Operand,
+        list: Box<[Value]>,
+    },
+    Matches {
+        operand: Operand,
+        regex: Regex,
+    },
+    Exists(Operand),
+    /// Every selected path is inside the (canonical) root.
+    Inside {
+        operand: Operand,
+        root: Box<str>,
+    },
+    /// Some selected path fails to canonicalize or is outside the root.
+    Escapes {
+        operand: Operand,
+        root: Box<str>,
+    },
+    Tainted {
+        ignore: Box<[Box<str>]>,
+    },
+    Host {
+        name: Box<str>,
+        predicate: Option<HostFn>,
+    },
+}

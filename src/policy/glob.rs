@@ -1,0 +1,162 @@
+//! Target globs: `*` matches any run of characters (also none), `?` exactly
+//! one character; everything else is literal. Patterns are sorted by shape
+//! at compile time so that the target index can look most of them up by
+//! hash instead of trying them one by one.
+
+/// One compiled glob.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Glob {
+    /// No wildcard: equality.
+    Literal(Box<str>),
+    /// `*` alone.
+    Any,
+    /// `abc*`.
+    Prefix(Box<str>),
+    /// `*abc`.
+    Suffix(Box<str>),
+    /// Anything else.
+    Pattern(Box<[Token]>),
+}
+
+/// A piece of a general pattern.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Token {
+    Literal(Box<str>),
+    Star,
+    One,
+}
+
+impl Glob {
+    pub fn new(pattern: &str) -> Glob {
+        let mut tokens: Vec<Token> = Vec::new();
+        let mut literal = String::new();
+        for c in pattern.chars() {
+            match c {
+                '*' | '?' => {
+                    if !literal.is_empty() {
+                        tokens.push(Token::Literal(std::mem::take(&mut literal).into()));
+                    }
+                    if c == '?' {
+                        tokens.push(Token::One);
+                    } else if tokens.last() != Some(&Token::Star) {
+                        tokens.push(Token::Star);
+                    }
+                }
+                _ => literal.push(c),
+            }
+        }
+        if !literal.is_empty() {
+            tokens.push(Token::Literal(literal.into()));
+        }
+        match tokens.as_slice() {
+            [] => Glob::Literal("".into()),
+            [Token::Literal(l)] => Glob::Literal(l.clone()),
+            [Token::Star] => Glob::Any,
+            [Token::Literal(l), Token::Star] => Glob::Prefix(l.clone()),
+            [Token::Star, Token::Literal(l)] => Glob::Suffix(l.clone()),
+            _ => Glob::Pattern(tokens.into()),
+        }
+    }
+
+    /// Whether the pattern has no wildcard.
+    pub fn is_literal(&self) -> bool {
+        matches!(self, Glob::Literal(_))
+    }
+
+    pub fn matches(&self, text: &str) -> bool {
+        match self {
+            Glob::Literal(l) => &**l == text,
+            Glob::Any => true,
+            Glob::Prefix(p) => text.starts_with(&**p),
+            Glob::Suffix(s) => text.ends_with(&**s),
+            Glob::Pattern(tokens) => matches_tokens(tokens, text),
+        }
+    }
+}
+
+/// Wildcard matching with one back-track point: on a mismatch the last `*`
+/// takes one more character. Linear in practice, never exponential.
+fn matches_tokens(tokens: &[Token], text: &str) -> bool {
+    let mut ti = 0;
+    let mut si = 0;
+    // (token after the last star, text position that star has reached)
+    let mut star: Option<(usize, usize)> = None;
+    loop {
+        if let Some(token) = tokens.get(ti) {
+            let advanced = match token {
+                Token::Star => {
+                    star = Some((ti + 1, si));
+                    ti += 1;
+                    continue;
+                }
+                Token::One => text[si..].chars().next().map(|c| si + c.len_utf8()),
+                Token::Literal(l) => text[si..].starts_with(&**l).then(|| si + l.len()),
+            };
+            if let Some(next) = advanced {
+                si = next;
+                ti += 1;
+                continue;
+            }
+        } else if si == text.len() {
+            return true;
+        }
+        match star {
+            Some((after, reached)) => match text[reached..].chars().next() {
+                Some(c) => {
+                    let next = reached + c.len_utf8();
+                    star = Some((after, next));
+                    ti = after;
+                    si = next;
+                }
+                None => return false,
+            },
+            None => return false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn shapes() {
+        assert_eq!(Glob::new("get_*"), Glob::Prefix("get_".into()));
+        assert_eq!(Glob::new("*_repo"), Glob::Suffix("_repo".into()));
+        assert_eq!(Glob::new("**"), Glob::Any);
+        assert!(matches!(Glob::new("a*b"), Glob::Pattern(_)));
+        assert!(Glob::new("plain").is_literal());
+    }
+
+    #[test]
+    fn wildcards() {
+        assert!(Glob::new("a*b?d").matches("axxbcd"));
+        assert!(Glob::new("a*b?d").matches("abcd"));
+        assert!(!Glob::new("a*b?d").matches("abd"));
+        assert!(Glob::new("*a*a*a*").matches("banana_a"));
+        assert!(Glob::new("?é").matches("xé"));
+        assert!(Glob::new("file:///etc/*").matches("file:///etc/passwd"));
+        assert!(!Glob::new("file:///etc/*").matches("file:///etcetera"));
+    }
+
+    fn oracle(pattern: &str) -> regex::Regex {
+        let mut re = String::from("^(?s:");
+        for c in pattern.chars() {
+            match c {
+                '*' => re.push_str(".*"),
+                '?' => re.push('.'),
+                c => re.push_str(&regex::escape(&c.to_string())),
+            }
+        }
+        re.push_str(")$");
+        regex::Regex::new(&re).expect("oracle regex")
+    }
+
+    proptest! {
+        #[test]
+        fn agrees_with_a_regex_oracle(pattern in "[ab*?é]{0,8}", text in "[abé]{0,10}") {
+            prop_assert_eq!(Glob::new(&pattern).matches(&text), oracle(&pattern).is_match(&text));
+        }
+    }
+}

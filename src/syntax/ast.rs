@@ -1,0 +1,288 @@
+//! The abstract syntax tree: what a file says, with the span of every node.
+//!
+//! Nothing here is checked beyond the grammar; the compiler gives meaning
+//! (and errors) to names, settings and values.
+
+use serde_json::Value;
+
+/// A byte range in the source text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Span {
+    pub start: usize,
+    pub end: usize,
+}
+
+impl Span {
+    pub fn new(start: usize, end: usize) -> Self {
+        Span { start, end }
+    }
+    pub fn len(&self) -> usize {
+        self.end.saturating_sub(self.start)
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The smallest span that covers both.
+    pub fn join(self, other: Span) -> Span {
+        Span::new(self.start.min(other.start), self.end.max(other.end))
+    }
+}
+
+/// A value and where it was written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Spanned<T> {
+    pub node: T,
+    pub span: Span,
+}
+
+impl<T> Spanned<T> {
+    pub fn new(node: T, span: Span) -> Self {
+        Spanned { node, span }
+    }
+}
+
+/// A whole file.
+#[derive(Debug, Clone, Default)]
+pub struct File {
+    pub policies: Vec<PolicyAst>,
+    /// Comments with their spans, kept for the formatter.
+    pub comments: Vec<Span>,
+}
+
+/// `policy NAME { ... }`.
+#[derive(Debug, Clone)]
+pub struct PolicyAst {
+    pub name: Spanned<String>,
+    pub items: Vec<Item>,
+    pub span: Span,
+}
+
+/// One entry of a policy.
+#[derive(Debug, Clone)]
+pub enum Item {
+    Setting(SettingAst),
+    Tools(ToolsBlock),
+    Rule(Box<RuleAst>),
+}
+
+/// `NAME VALUE, ...`.
+#[derive(Debug, Clone)]
+pub struct SettingAst {
+    pub name: Spanned<String>,
+    pub values: Vec<Spanned<SettingValue>>,
+    pub span: Span,
+}
+
+/// A setting's value as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SettingValue {
+    Word(String),
+    Str(String),
+}
+
+impl SettingValue {
+    pub fn text(&self) -> &str {
+        match self {
+            SettingValue::Word(s) | SettingValue::Str(s) => s,
+        }
+    }
+}
+
+/// `tools { include ...; exclude ... }`.
+#[derive(Debug, Clone)]
+pub struct ToolsBlock {
+    pub entries: Vec<VisibilityEntry>,
+    pub span: Span,
+}
+
+/// `include TARGET, ...` or `exclude TARGET, ...`.
+#[derive(Debug, Clone)]
+pub struct VisibilityEntry {
+    pub include: bool,
+    pub targets: Vec<TargetAst>,
+    pub span: Span,
+}
+
+/// `deny`, `ask` or `allow`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Effect {
+    Deny,
+    Ask,
+    Allow,
+}
+
+impl Effect {
+    pub const ALL: [Effect; 3] = [Effect::Deny, Effect::Ask, Effect::Allow];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Effect::Deny => "deny",
+            Effect::Ask => "ask",
+            Effect::Allow => "allow",
+        }
+    }
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// What a rule's targets name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TargetKind {
+    Tool,
+    Resource,
+    Prompt,
+}
+
+impl TargetKind {
+    pub const ALL: [TargetKind; 3] = [TargetKind::Tool, TargetKind::Resource, TargetKind::Prompt];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TargetKind::Tool => "tool",
+            TargetKind::Resource => "resource",
+            TargetKind::Prompt => "prompt",
+        }
+    }
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// `EFFECT [ID:] [KIND] TARGET, ... [when COND]`.
+#[derive(Debug, Clone)]
+pub struct RuleAst {
+    pub effect: Spanned<Effect>,
+    pub id: Option<Spanned<String>>,
+    pub kind: TargetKind,
+    pub kind_span: Option<Span>,
+    pub targets: Vec<TargetAst>,
+    pub condition: Option<ConditionClause>,
+    pub span: Span,
+}
+
+/// `when COND` or `unless COND`.
+#[derive(Debug, Clone)]
+pub struct ConditionClause {
+    pub unless: bool,
+    pub keyword: Span,
+    pub condition: Cond,
+}
+
+/// One target as written.
+#[derive(Debug, Clone)]
+pub enum TargetAst {
+    /// `*`
+    Any(Span),
+    /// `"server/tool"`, `"tool"`: the decoded string.
+    Pattern(Spanned<String>),
+    /// `"server" ~ /re/`: the server glob and the regex source (with `\/`
+    /// already turned into `/`).
+    Regex {
+        server: Spanned<String>,
+        regex: Spanned<String>,
+        span: Span,
+    },
+}
+
+impl TargetAst {
+    pub fn span(&self) -> Span {
+        match self {
+            TargetAst::Any(s) => *s,
+            TargetAst::Pattern(p) => p.span,
+            TargetAst::Regex { span, .. } => *span,
+        }
+    }
+}
+
+/// A condition.
+#[derive(Debug, Clone)]
+pub enum Cond {
+    Or(Vec<Cond>, Span),
+    And(Vec<Cond>, Span),
+    Not(Box<Cond>, Span),
+    Tainted {
+        ignore: Vec<Spanned<String>>,
+        span: Span,
+    },
+    Exists {
+        selector: SelectorAst,
+        span: Span,
+    },
+    /// A selector alone.
+    Bare(SelectorAst),
+    Compare {
+        selector: SelectorAst,
+        op: Spanned<CompareOp>,
+        value: Spanned<Value>,
+        span: Span,
+    },
+    In {
+        selector: SelectorAst,
+        list: Spanned<Value>,
+        span: Span,
+    },
+    Matches {
+        selector: SelectorAst,
+        regex: Spanned<String>,
+        span: Span,
+    },
+    Path {
+        selector: SelectorAst,
+        inside: bool,
+        root: Spanned<String>,
+        span: Span,
+    },
+}
+
+impl Cond {
+    pub fn span(&self) -> Span {
+        match self {
+            Cond::Or(_, s) | Cond::And(_, s) | Cond::Not(_, s) => *s,
+            Cond::Tainted { span, .. }
+            | Cond::Exists { span, .. }
+            | Cond::Compare { span, .. }
+            | Cond::In { span, .. }
+            | Cond::Matches { span, .. }
+            | Cond::Path { span, .. } => *span,
+            Cond::Bare(sel) => sel.span,
+        }
+    }
+}
+
+/// `==`, `!=`, `<`, `<=`, `>`, `>=`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompareOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl CompareOp {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CompareOp::Eq => "==",
+            CompareOp::Ne => "!=",
+            CompareOp::Lt => "<",
+            CompareOp::Le => "<=",
+            CompareOp::Gt => ">",
+            CompareOp::Ge => ">=",
+        }
+    }
+}
+
+/// `root.step[0]["key"]`: the root word and its steps.
+#[derive(Debug, Clone)]
+pub struct SelectorAst {
+    pub root: Spanned<String>,
+    pub steps: Vec<Spanned<Step>>,
+    pub span: Span,
+}
+
+/// One step of a selector.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    Key(String),
+    Index(usize),
+}

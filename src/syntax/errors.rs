@@ -1,0 +1,177 @@
+//! pest errors to diagnostics, with friendly names for grammar rules.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use pest::error::{Error, ErrorVariant, InputLocation};
+
+use super::scan::token_at;
+use super::{Rule, Span};
+use crate::diagnostics::{Diagnostic, SourceFile};
+
+pub(super) const SYNTAX: &str = "mcppol::parse::syntax";
+
+/// What a user calls the thing a grammar rule stands for.
+fn rule_name(grammar_rule: Rule) -> Option<&'static str> {
+    Some(match grammar_rule {
+        Rule::EOI => "the end of the file",
+        Rule::policy | Rule::policy_open | Rule::kw_policy => "`policy`",
+        Rule::ident | Rule::setting_name => "a name",
+        Rule::item | Rule::rule | Rule::setting | Rule::effect => "a rule or a setting",
+        Rule::setting_value => "a setting value",
+        Rule::tools_block | Rule::tools_open | Rule::kw_tools => "`tools`",
+        Rule::visibility_entry | Rule::visibility_kind => "`include` or `exclude`",
+        Rule::rule_id => "a rule id",
+        Rule::target_kind => "`resource` or `prompt`",
+        Rule::target | Rule::any_target | Rule::regex_target | Rule::pattern_target => {
+            "a target (`\"server/tool\"`, `*` or `\"server\" ~ /regex/`)"
+        }
+        Rule::condition_clause => "`when` or `unless`",
+        Rule::kw_when | Rule::kw_unless => "`when` or `unless`",
+        Rule::condition
+        | Rule::conjunction
+        | Rule::negation
+        | Rule::group
+        | Rule::test
+        | Rule::selector => "a condition",
+        Rule::tainted | Rule::kw_tainted => "`tainted`",
+        Rule::exists_test | Rule::kw_exists => "`exists`",
+        Rule::comparison | Rule::compare_op => "a comparison (`==`, `!=`, `<`, ...)",
+        Rule::membership | Rule::kw_in => "`in`",
+        Rule::regex_match | Rule::kw_matches => "`matches`",
+        Rule::path_test | Rule::kw_inside | Rule::kw_escapes => "`inside` or `escapes`",
+        Rule::step => "a selector step (`.key`, `[0]`, `[\"key\"]`)",
+        Rule::index => "a list index",
+        Rule::literal
+        | Rule::number
+        | Rule::kw_true
+        | Rule::kw_false
+        | Rule::kw_null
+        | Rule::object
+        | Rule::member => "a value",
+        Rule::list | Rule::string_list => "a list `[...]`",
+        Rule::string => "a string",
+        Rule::regex => "a regex `/.../`",
+        Rule::kw_and => "`and`",
+        Rule::kw_or => "`or`",
+        Rule::kw_not => "`not`",
+        _ => return None,
+    })
+}
+
+/// What a user calls a literal token the grammar tried: only punctuation
+/// that closes or separates says more than the rule names do.
+fn token_name(token: &str) -> Option<String> {
+    matches!(token, "," | "}" | ")" | "]" | ":" | "(").then(|| format!("`{token}`"))
+}
+
+/// Drops expectations that only add noise next to more telling ones.
+fn prune(expected: &mut BTreeSet<String>) {
+    if expected.contains("a value") {
+        expected.remove("a string");
+        expected.remove("a list `[...]`");
+    }
+    if expected.len() > 2 {
+        expected.remove("a name");
+        expected.remove("the end of the file");
+    }
+    if expected.contains("`when` or `unless`") {
+        expected.remove("`when`");
+        expected.remove("`unless`");
+    }
+}
+
+/// The position the error is reported at, in the text the grammar ran on.
+pub(super) fn error_offset(error: &Error<Rule>) -> usize {
+    match error.location {
+        InputLocation::Pos(p) => p,
+        InputLocation::Span((s, _)) => s,
+    }
+}
+
+/// One pest error (on `text[base..]`) as a diagnostic on the whole file.
+pub(super) fn syntax_error(
+    source: &Arc<SourceFile>,
+    base: usize,
+    error: &Error<Rule>,
+) -> Diagnostic {
+    let text = &source.text;
+    let at = base + error_offset(error);
+    let mut expected = BTreeSet::new();
+    if let ErrorVariant::ParsingError { positives, .. } = &error.variant {
+        expected.extend(
+            positives
+                .iter()
+                .filter_map(|r| rule_name(*r))
+                .map(String::from),
+        );
+    }
+    if let Some(attempts) = error.parse_attempts() {
+        for token in attempts.expected_tokens() {
+            // Literal tokens display as themselves; ranges and built-ins
+            // (`a..z`, `BUILTIN_RULE`) say nothing a user can act on.
+            let token = token.to_string();
+            if !token.contains("..") && token != "BUILTIN_RULE" {
+                expected.extend(token_name(&token));
+            }
+        }
+    }
+    if let ErrorVariant::CustomError { message } = &error.variant {
+        return Diagnostic::error(source, SYNTAX, Span::new(at, at), message.clone())
+            .with_label("the parser stopped here")
+            .with_help("simplify this entry");
+    }
+    prune(&mut expected);
+    let expected: Vec<String> = expected.into_iter().collect();
+    let expected_text = match expected.as_slice() {
+        [] => "something else".to_string(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} or {last}", init.join(", ")),
+    };
+    let found = found_token(text, at);
+    let (message, span) = match found {
+        Some(tok) => (
+            format!("unexpected `{tok}`: expected {expected_text}"),
+            Span::new(at, at + tok.len()),
+        ),
+        None => (
+            format!("unexpected end of file: expected {expected_text}"),
+            Span::new(at, at),
+        ),
+    };
+    Diagnostic::error(source, SYNTAX, span, message)
+        .with_label(format!("expected {expected_text}"))
+        .with_help(help_for(&expected))
+}
+
+/// Fixed advice for the commonest ways an entry breaks off.
+fn help_for(expected: &[String]) -> &'static str {
+    let has = |needle: &str| expected.iter().any(|e| e.contains(needle));
+    if has("a value") {
+        "write a JSON value: a string in double quotes, a number, true, false, null or a list"
+    } else if has("a condition") {
+        "a condition is a test such as `args.path inside \"/srv\"`, `annotation.read_only` or `tainted`, joined with `and`, `or`, `not`"
+    } else if has("a target") {
+        "targets are strings such as \"server/tool\", \"tool\", \"server/get_*\", or `*`, separated by commas"
+    } else if has("`when`") {
+        "separate targets with commas, and start a condition with `when` or `unless`"
+    } else if has("`policy`") {
+        "every rule and setting belongs inside `policy NAME { ... }`"
+    } else {
+        "see the language reference in docs/language.md"
+    }
+}
+
+/// The token at `at` as the user wrote it: a whole string literal, a word,
+/// or one character.
+fn found_token(text: &str, at: usize) -> Option<&str> {
+    let rest = text.get(at..)?;
+    if let Some(body) = rest.strip_prefix('"') {
+        let end = body
+            .find(['"', '\n'])
+            .map_or(rest.len(), |i| i + 2)
+            .min(rest.len());
+        return rest.get(..end);
+    }
+    token_at(text, at)
+}
