@@ -103,6 +103,11 @@ impl Driver<'_> {
             );
             return file;
         }
+        // The common case, a file without syntax errors, is read in one pass;
+        // only a file with an error is driven item by item to report them all.
+        if let Some(file) = self.whole_file() {
+            return file;
+        }
         let mut pos = 0;
         loop {
             pos = skip_blank(self.text, pos);
@@ -127,6 +132,32 @@ impl Driver<'_> {
             }
         }
         file
+    }
+
+    /// The whole file in one pass, if it has no syntax error and every value
+    /// in it builds.
+    fn whole_file(&mut self) -> Option<File> {
+        let pair = Grammar::parse(Rule::file, self.text).ok()?.next()?;
+        let builder = Builder { base: 0 };
+        let mut file = File::default();
+        for policy in pair.into_inner().filter(|p| p.as_rule() == Rule::policy) {
+            let span = builder.span(&policy);
+            let mut name = None;
+            let mut items = Vec::new();
+            for part in policy.into_inner() {
+                match part.as_rule() {
+                    Rule::policy_open => name = builder.policy_open(part),
+                    Rule::item => items.push(builder.item(part).ok()??),
+                    _ => {}
+                }
+            }
+            file.policies.push(PolicyAst {
+                name: name?,
+                items,
+                span,
+            });
+        }
+        Some(file)
     }
 
     /// Parses `policy NAME { ... }` at `pos`; returns where parsing goes on.
