@@ -75,9 +75,9 @@ fn prune(expected: &mut BTreeSet<String>) {
         expected.remove("a name");
         expected.remove("the end of the file");
     }
-    if expected.contains("`when` or `unless`") {
-        expected.remove("`when`");
-        expected.remove("`unless`");
+    if expected.remove("`when` or `unless`") {
+        expected.insert("`when`".to_string());
+        expected.insert("`unless`".to_string());
     }
 }
 
@@ -129,6 +129,20 @@ pub(super) fn syntax_error(
         [init @ .., last] => format!("{} or {last}", init.join(", ")),
     };
     let found = found_token(text, at);
+    if let Some(bad) = found.filter(|t| t.starts_with('"')) {
+        if let Err(e) = serde_json::from_str::<String>(bad) {
+            let why = e.to_string();
+            let why = why.split(" at line").next().unwrap_or(&why).to_string();
+            return Diagnostic::error(
+                source,
+                SYNTAX,
+                Span::new(at, at + bad.len()),
+                format!("bad string {bad}: {why}"),
+            )
+            .with_label("not a valid string")
+            .with_help(r#"strings are JSON strings: escape only \" \\ \/ \b \f \n \r \t and \uXXXX, and close them on the same line"#);
+        }
+    }
     let (message, span) = match found {
         Some(tok) => (
             format!("unexpected `{tok}`: expected {expected_text}"),

@@ -17,6 +17,9 @@ pub const MAX_FILE_BYTES: usize = 8 * 1024 * 1024;
 /// Brackets (`(`, `[`, `{`) may nest this deep.
 pub const MAX_NESTING: usize = 64;
 
+/// Advice for a value the grammar accepts but that cannot be used.
+const BUILD_HELP: &str = "the text has the right form but this value is out of range: correct it";
+
 /// Words that begin an item; where the parser resumes after an error.
 const ITEM_WORDS: &[&str] = &[
     "deny",
@@ -267,8 +270,11 @@ impl Driver<'_> {
             }
             Ok(None) => end,
             Err((span, message)) => {
-                self.diagnostics
-                    .push(Diagnostic::error(self.source, SYNTAX, span, message).with_label("here"));
+                self.diagnostics.push(
+                    Diagnostic::error(self.source, SYNTAX, span, message)
+                        .with_label("here")
+                        .with_help(BUILD_HELP),
+                );
                 end
             }
         }
@@ -315,7 +321,8 @@ impl Driver<'_> {
                         Ok(entry) => entries.push(entry),
                         Err((span, message)) => self.diagnostics.push(
                             Diagnostic::error(self.source, SYNTAX, span, message)
-                                .with_label("here"),
+                                .with_label("here")
+                                .with_help(BUILD_HELP),
                         ),
                     }
                     at = end;
