@@ -65,7 +65,7 @@ impl<'r> Facts<'r> {
         }
     }
 
-    fn annotation(&self, key: AnnotationKey) -> bool {
+    pub(crate) fn annotation(&self, key: AnnotationKey) -> bool {
         self.annotations[key_slot(key)]
     }
 }
@@ -220,40 +220,56 @@ impl Quantified {
     }
 }
 
+/// Lists nested deeper than this inside arguments are not searched: the
+/// test counts as failed (which never widens access) instead of recursing
+/// without bound on input the model controls.
+pub(crate) const MAX_LIST_NESTING: usize = 32;
+
+/// One place a selector reached.
+enum Slot<'v> {
+    Found(Leaf<'v>),
+    Missing,
+    TooDeep,
+}
+
 /// Visits the values a selector finds. A key step that meets a list is
 /// applied to each element; with `flatten`, a final list gives its
-/// elements. A value that is not there is visited as `None`.
+/// elements.
 fn walk<'v>(
     value: &'v Value,
     steps: &[Step],
     flatten: bool,
-    visit: &mut dyn FnMut(Option<Leaf<'v>>) -> ControlFlow<()>,
+    depth: usize,
+    visit: &mut dyn FnMut(Slot<'v>) -> ControlFlow<()>,
 ) -> ControlFlow<()> {
+    if depth > MAX_LIST_NESTING {
+        return visit(Slot::TooDeep);
+    }
     let Some((step, rest)) = steps.split_first() else {
         if let (true, Value::Array(items)) = (flatten, value) {
             for item in items {
-                visit(Some(Leaf::Json(item)))?;
+                visit(Slot::Found(Leaf::Json(item)))?;
             }
             return ControlFlow::Continue(());
         }
-        return visit(Some(Leaf::Json(value)));
+        return visit(Slot::Found(Leaf::Json(value)));
     };
     match (step, value) {
         (Step::Key(k), Value::Object(map)) => match map.get(&**k) {
-            Some(v) => walk(v, rest, flatten, visit),
-            None => visit(None),
+            Some(v) => walk(v, rest, flatten, depth, visit),
+            None => visit(Slot::Missing),
         },
         (Step::Key(_), Value::Array(items)) => {
             for item in items {
-                walk(item, steps, flatten, visit)?;
+                walk(item, steps, flatten, depth + 1, visit)?;
             }
             ControlFlow::Continue(())
         }
         (Step::Index(i), Value::Array(items)) => match items.get(*i) {
-            Some(v) => walk(v, rest, flatten, visit),
-            None => visit(None),
+            Some(v) => walk(v, rest, flatten, depth, visit),
+            None => visit(Slot::Missing),
         },
-        _ => visit(None),
+        _ => visit(Slot::Missing),
     }
 }
 
@@ -266,18 +282,24 @@ fn quantify(
 ) -> Tri {
     let mut acc = Quantified::new(quantifier);
     let request = facts.request;
-    let mut visit = |leaf: Option<Leaf<'_>>| acc.add(leaf.map(&test));
+    let mut visit = |slot: Slot<'_>| {
+        acc.add(match slot {
+            Slot::Found(leaf) => Some(test(leaf)),
+            Slot::Missing => None,
+            Slot::TooDeep => Some(Tri::Failed),
+        })
+    };
     let _ = match operand {
         Operand::Args(steps) => match request.args {
-            Some(args) => walk(args, steps, flatten, &mut visit),
-            None => visit(None),
+            Some(args) => walk(args, steps, flatten, 0, &mut visit),
+            None => visit(Slot::Missing),
         },
         Operand::Assigns(steps) => match request.assigns {
-            Some(assigns) => walk(assigns, steps, flatten, &mut visit),
-            None => visit(None),
+            Some(assigns) => walk(assigns, steps, flatten, 0, &mut visit),
+            None => visit(Slot::Missing),
         },
-        Operand::Principal => visit(request.principal.map(Leaf::Str)),
-        Operand::Annotation(key) => visit(Some(Leaf::Bool(facts.annotation(*key)))),
+        Operand::Principal => visit(request.principal.map_or(Slot::Missing, |p| Slot::Found(Leaf::Str(p)))),
+        Operand::Annotation(key) => visit(Slot::Found(Leaf::Bool(facts.annotation(*key)))),
     };
     acc.finish()
 }
@@ -301,7 +323,7 @@ fn compare(leaf: Leaf<'_>, op: CompareOp, value: &Value) -> Tri {
     }
 }
 
-fn eval_pred(pred: &Pred, facts: &Facts<'_>) -> Tri {
+pub(crate) fn eval_pred(pred: &Pred, facts: &Facts<'_>) -> Tri {
     let q = pred.quantifier;
     match &pred.test {
         Test::Annotation(key) => facts.annotation(*key).into(),
