@@ -36,6 +36,7 @@ pub mod fingerprint;
 pub mod host;
 pub mod paths;
 pub mod policy;
+pub mod store;
 pub mod syntax;
 
 use std::path::Path;

@@ -14,7 +14,7 @@ pub enum Format {
     Json,
 }
 
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone)]
 pub struct CheckArgs {
     /// Policy files, and folders to search for `*.mcppol` files.
     #[arg(required = true, value_name = "PATH")]
@@ -27,6 +27,10 @@ pub struct CheckArgs {
     /// with it, `host.NAME` must name one of them.
     #[arg(long = "host-predicates", value_name = "NAMES", value_delimiter = ',')]
     host_predicates: Option<Vec<String>>,
+    /// Keep running: check again every time a policy file under the paths
+    /// is saved.
+    #[arg(long)]
+    watch: bool,
 }
 
 /// Every `*.mcppol` file under the paths, in a stable order.
@@ -83,6 +87,13 @@ pub fn check_file(path: &Path, options: &LoadOptions) -> Vec<Diagnostic> {
 }
 
 pub fn run(args: CheckArgs) -> u8 {
+    if args.watch {
+        let once = CheckArgs {
+            watch: false,
+            ..args.clone()
+        };
+        return super::watch::run(&args.paths, || run(once.clone()));
+    }
     let files = match collect_files(&args.paths) {
         Ok(f) => f,
         Err(e) => return usage_error(&e, None),

@@ -6,6 +6,7 @@ mod check;
 mod eval;
 mod fingerprint;
 mod inputs;
+mod watch;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;

@@ -1,0 +1,659 @@
+//! The writer side of a store: reads files, compiles them, checks a new
+//! version against the policies in force, and swaps in a new snapshot.
+//!
+//! Every writer (a watcher, the poller, `update`, `reload`) holds the state
+//! lock for a whole refresh, so versions are committed in the order they
+//! were read. Readers never take the lock: they load the snapshot.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::SystemTime;
+
+use arc_swap::ArcSwap;
+use sha2::{Digest, Sha256};
+
+use super::status::{FileStatus, LastError, PolicyStatus, Status};
+use crate::diagnostics::{Diagnostic, LoadError, SourceFile};
+use crate::syntax::Span;
+use crate::{compile, LoadOptions, Policy, PolicySet};
+
+/// Where a policy in force came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Owner {
+    File(PathBuf),
+    Update,
+}
+
+/// One policy in force.
+#[derive(Debug, Clone)]
+pub(crate) struct Entry {
+    pub policy: Arc<Policy>,
+    pub owner: Owner,
+    pub generation: u64,
+    pub digest: Arc<str>,
+    pub loaded_at: SystemTime,
+}
+
+/// The policies in force: replaced whole, never changed in place.
+#[derive(Debug, Default)]
+pub(crate) struct Snapshot {
+    pub generation: u64,
+    pub policies: HashMap<String, Entry>,
+}
+
+/// What the store was asked to hold.
+#[derive(Debug, Clone)]
+pub(crate) enum Root {
+    File(PathBuf),
+    Dir(PathBuf),
+}
+
+/// The version of a file in force.
+#[derive(Debug, Clone)]
+struct Version {
+    digest: Arc<str>,
+    generation: u64,
+    loaded_at: SystemTime,
+}
+
+#[derive(Debug, Default)]
+struct FileState {
+    in_force: Option<Version>,
+    /// The policies this file provides now.
+    owned: BTreeSet<String>,
+    /// The digest of the newest text read from disk; a refresh that reads
+    /// the same text again does nothing. `None` forces the next read to load.
+    last_seen: Option<String>,
+    removed: bool,
+    error: Option<LastError>,
+}
+
+/// The shared core of a store: the snapshot readers load and the state
+/// writers lock.
+pub(crate) struct Shared {
+    pub current: ArcSwap<Snapshot>,
+    state: Mutex<State>,
+}
+
+pub(crate) struct State {
+    pub roots: Vec<Root>,
+    options: LoadOptions,
+    files: BTreeMap<PathBuf, FileState>,
+    /// The newest update by name that did not load, by policy name.
+    update_errors: BTreeMap<String, LastError>,
+}
+
+/// What one refresh did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Reloaded {
+    /// Files whose new text is now in force.
+    pub loaded: usize,
+    /// Files whose new text did not load (their last good version stays).
+    pub failed: usize,
+    /// Files that disappeared (their last good version stays).
+    pub removed: usize,
+}
+
+/// `sha256:` and the hex digest of a text.
+pub(crate) fn digest(text: &str) -> String {
+    use std::fmt::Write;
+    let hash = Sha256::digest(text.as_bytes());
+    let mut out = String::with_capacity(71);
+    out.push_str("sha256:");
+    for byte in hash.iter() {
+        let _ = write!(out, "{byte:02x}");
+    }
+    out
+}
+
+fn io_error(path: &Path, message: impl Into<String>) -> LoadError {
+    let source = SourceFile::new(path.display().to_string(), String::new());
+    LoadError::new(vec![Diagnostic::error(
+        &source,
+        "mcppol::io",
+        Span::default(),
+        message,
+    )
+    .with_help("check the path and its permissions")])
+}
+
+/// Every `*.mcppol` file below `dir`, in a stable order. Entries whose name
+/// starts with `.` are skipped (editor swap files, `.git`, and the `..data`
+/// links of Kubernetes volumes, which would give every file twice), and so
+/// are symbolic links to folders (no cycles); links to files are followed.
+fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)?.filter_map(Result::ok).collect();
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        if entry.file_name().to_string_lossy().starts_with('.') {
+            continue;
+        }
+        let path = entry.path();
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_dir() {
+            walk(&path, files)?;
+        } else if path.extension().is_some_and(|e| e == "mcppol") && path.is_file() {
+            files.push(path);
+        }
+    }
+    Ok(())
+}
+
+fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
+    // A writer that panicked left no half-made snapshot behind (snapshots
+    // are swapped whole), so the state is still usable.
+    state.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Shared {
+    pub fn new(roots: Vec<Root>, options: LoadOptions) -> Self {
+        Shared {
+            current: ArcSwap::from_pointee(Snapshot::default()),
+            state: Mutex::new(State {
+                roots,
+                options,
+                files: BTreeMap::new(),
+                update_errors: BTreeMap::new(),
+            }),
+        }
+    }
+
+    pub fn roots(&self) -> Vec<Root> {
+        lock(&self.state).roots.clone()
+    }
+
+    /// The first load: every file must load, and no name may be defined
+    /// twice. All the errors of all the files are reported together.
+    pub fn open(&self) -> Result<(), LoadError> {
+        let mut state = lock(&self.state);
+        let mut errors = Vec::new();
+        for root in state.roots.clone() {
+            match &root {
+                Root::File(path) if !path.is_file() => errors.push(io_error(
+                    path,
+                    format!("`{}` does not exist or is not a file", path.display()),
+                )),
+                Root::Dir(dir) => {
+                    let mut found = Vec::new();
+                    if let Err(e) = walk(dir, &mut found) {
+                        errors.push(io_error(
+                            dir,
+                            format!("cannot read `{}`: {e}", dir.display()),
+                        ));
+                    } else if found.is_empty() {
+                        tracing::warn!(
+                            folder = %dir.display(),
+                            "no `*.mcppol` file in the policy folder yet"
+                        );
+                    }
+                }
+                Root::File(_) => {}
+            }
+        }
+        if errors.is_empty() {
+            for path in state.files_on_disk() {
+                let outcome = state.refresh_file(&self.current, &path);
+                if let Outcome::Failed(e) = outcome {
+                    errors.push(e);
+                }
+            }
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(LoadError::new(
+                errors.into_iter().flat_map(|e| e.diagnostics).collect(),
+            ))
+        }
+    }
+
+    /// Reads every file again and loads those whose text changed.
+    ///
+    /// Removals are noted first and name clashes tried again last, so a
+    /// policy moved from one file to another within one change loads.
+    pub fn refresh(&self) -> Reloaded {
+        let mut state = lock(&self.state);
+        let on_disk: BTreeSet<PathBuf> = state.files_on_disk().into_iter().collect();
+        let gone: Vec<PathBuf> = state
+            .files
+            .keys()
+            .filter(|p| !on_disk.contains(*p))
+            .cloned()
+            .collect();
+        let mut summary = Reloaded::default();
+        for path in gone {
+            if let Outcome::Removed = state.mark_removed(&path) {
+                summary.removed += 1;
+            }
+        }
+        let mut clashed = Vec::new();
+        for path in &on_disk {
+            match state.refresh_file(&self.current, path) {
+                Outcome::Loaded => summary.loaded += 1,
+                Outcome::Failed(e) => {
+                    if is_clash(&e) {
+                        clashed.push(path);
+                    }
+                    summary.failed += 1;
+                }
+                Outcome::Removed => summary.removed += 1,
+                Outcome::Unchanged => {}
+            }
+        }
+        if summary.loaded > 0 {
+            for path in clashed {
+                if let Outcome::Loaded = state.refresh_file(&self.current, path) {
+                    summary.loaded += 1;
+                    summary.failed = summary.failed.saturating_sub(1);
+                }
+            }
+        }
+        state.prune();
+        summary
+    }
+
+    /// Loads `text` as the new version of a file the store holds.
+    pub fn update_file(&self, path: &Path, text: &str) -> Result<u64, super::StoreError> {
+        let mut state = lock(&self.state);
+        if !state.files.contains_key(path) {
+            return Err(super::StoreError::UnknownFile(path.to_path_buf()));
+        }
+        let digest = digest(text);
+        // The text on disk is unchanged: remember it as read, so that the
+        // next refresh does not put it back over this update.
+        let (last_seen, removed) = state
+            .files
+            .get(path)
+            .map(|f| (f.last_seen.clone(), f.removed))
+            .unwrap_or_default();
+        match state.load_file(&self.current, path, text, &digest) {
+            Ok(generation) => {
+                if let Some(file) = state.files.get_mut(path) {
+                    file.last_seen = last_seen;
+                    file.removed = removed;
+                }
+                Ok(generation)
+            }
+            Err(e) => {
+                state.fail_file(path, Some(digest), &e, "update did not load");
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Whether `key` names a file the store holds.
+    pub fn holds_file(&self, key: &Path) -> bool {
+        lock(&self.state).files.contains_key(key)
+    }
+
+    /// Loads `text` as the new version of one policy, by name.
+    pub fn update_policy(&self, name: &str, text: &str) -> Result<u64, super::StoreError> {
+        let mut state = lock(&self.state);
+        let origin = format!("<update of {name}>");
+        let digest = digest(text);
+        let result = compile::load(SourceFile::new(origin.clone(), text), &state.options)
+            .and_then(|set| only_policy(&set, name, &origin).map(|p| (set.source.clone(), p)));
+        let policy = match result {
+            Ok((_, policy)) => policy,
+            Err(e) => {
+                let record = LastError {
+                    rendered: e.render(false),
+                    digest: Some(digest.clone()),
+                    at: SystemTime::now(),
+                };
+                tracing::error!(
+                    policy = name,
+                    digest = %digest,
+                    "policy update did not load; the last good version stays in force\n{}",
+                    record.rendered
+                );
+                state.update_errors.insert(name.to_string(), record);
+                return Err(e.into());
+            }
+        };
+        let old = self.current.load_full();
+        let generation = old.generation + 1;
+        let mut policies = old.policies.clone();
+        if let Some(Entry {
+            owner: Owner::File(previous),
+            ..
+        }) = policies.get(name)
+        {
+            if let Some(file) = state.files.get_mut(previous) {
+                file.owned.remove(name);
+            }
+        }
+        policies.insert(
+            name.to_string(),
+            Entry {
+                policy,
+                owner: Owner::Update,
+                generation,
+                digest: Arc::from(digest.as_str()),
+                loaded_at: SystemTime::now(),
+            },
+        );
+        self.current.store(Arc::new(Snapshot {
+            generation,
+            policies,
+        }));
+        state.update_errors.remove(name);
+        tracing::info!(policy = name, generation, digest = %digest, "policy updated");
+        Ok(generation)
+    }
+
+    pub fn status(&self) -> Status {
+        let state = lock(&self.state);
+        let snapshot = self.current.load_full();
+        let files = state
+            .files
+            .iter()
+            .map(|(path, f)| FileStatus {
+                path: path.clone(),
+                generation: f.in_force.as_ref().map(|v| v.generation),
+                digest: f.in_force.as_ref().map(|v| v.digest.to_string()),
+                loaded_at: f.in_force.as_ref().map(|v| v.loaded_at),
+                policies: f.owned.iter().cloned().collect(),
+                removed: f.removed,
+                last_error: f.error.clone(),
+            })
+            .collect();
+        let mut policies: Vec<PolicyStatus> = snapshot
+            .policies
+            .iter()
+            .map(|(name, e)| {
+                let (file, last_error) = match &e.owner {
+                    Owner::File(path) => (
+                        Some(path.clone()),
+                        state.files.get(path).and_then(|f| f.error.clone()),
+                    ),
+                    Owner::Update => (None, state.update_errors.get(name).cloned()),
+                };
+                PolicyStatus {
+                    name: name.clone(),
+                    file,
+                    generation: e.generation,
+                    digest: e.digest.to_string(),
+                    loaded_at: e.loaded_at,
+                    last_error,
+                }
+            })
+            .collect();
+        policies.sort_by(|a, b| a.name.cmp(&b.name));
+        Status {
+            generation: snapshot.generation,
+            files,
+            policies,
+        }
+    }
+}
+
+/// The one policy an update by name must define.
+fn only_policy(set: &PolicySet, name: &str, origin: &str) -> Result<Arc<Policy>, LoadError> {
+    let source = &set.source;
+    if let Some(other) = set.iter().find(|p| p.name != name) {
+        return Err(LoadError::new(vec![Diagnostic::error(
+            source,
+            "mcppol::store::other_policy",
+            other.name_span,
+            format!(
+                "an update of `{name}` defines another policy, `{}`",
+                other.name
+            ),
+        )
+        .with_label("not the policy being updated")
+        .with_help(
+            "update one policy at a time, or update the whole file it lives in",
+        )]));
+    }
+    set.get(name).cloned().ok_or_else(|| {
+        LoadError::new(vec![Diagnostic::error(
+            source,
+            "mcppol::store::missing_policy",
+            Span::default(),
+            format!("`{origin}` does not define policy `{name}`"),
+        )
+        .with_help(format!("the text must hold `policy {name} {{ ... }}`"))])
+    })
+}
+
+fn is_clash(e: &LoadError) -> bool {
+    e.diagnostics
+        .iter()
+        .any(|d| d.code == "mcppol::store::duplicate_policy")
+}
+
+enum Outcome {
+    Unchanged,
+    Loaded,
+    Failed(LoadError),
+    Removed,
+}
+
+impl State {
+    /// The files the roots hold now.
+    fn files_on_disk(&self) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for root in &self.roots {
+            match root {
+                Root::File(path) => out.push(path.clone()),
+                Root::Dir(dir) => {
+                    if let Err(e) = walk(dir, &mut out) {
+                        tracing::warn!(folder = %dir.display(), "cannot read the policy folder: {e}");
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Reads one file and loads it if its text changed since last read.
+    fn refresh_file(&mut self, current: &ArcSwap<Snapshot>, path: &Path) -> Outcome {
+        match std::fs::metadata(path) {
+            Err(e) if e.kind() == ErrorKind::NotFound => return self.mark_removed(path),
+            _ => {}
+        }
+        let text = match crate::read_policy_file(path) {
+            Ok(text) => text,
+            Err(message) => {
+                // Gone between the two looks: the next refresh sees it removed.
+                if !path.exists() {
+                    return self.mark_removed(path);
+                }
+                let e = io_error(path, message);
+                self.fail_file(path, None, &e, "policy file cannot be read");
+                return Outcome::Failed(e);
+            }
+        };
+        let digest = digest(&text);
+        let file = self.files.entry(path.to_path_buf()).or_default();
+        if file.last_seen.as_deref() == Some(digest.as_str()) {
+            return Outcome::Unchanged;
+        }
+        match self.load_file(current, path, &text, &digest) {
+            Ok(_) => Outcome::Loaded,
+            Err(e) => {
+                let conflict = is_clash(&e);
+                self.fail_file(path, Some(digest.clone()), &e, "policy file did not load");
+                // A name clash may clear without this text changing (the
+                // other file drops the name): try it again next time.
+                if !conflict {
+                    if let Some(file) = self.files.get_mut(path) {
+                        file.last_seen = Some(digest);
+                    }
+                }
+                Outcome::Failed(e)
+            }
+        }
+    }
+
+    fn mark_removed(&mut self, path: &Path) -> Outcome {
+        let Some(file) = self.files.get_mut(path) else {
+            return Outcome::Unchanged;
+        };
+        file.last_seen = None;
+        if file.removed {
+            return Outcome::Unchanged;
+        }
+        file.removed = true;
+        tracing::warn!(
+            file = %path.display(),
+            policies = ?file.owned,
+            "policy file removed; its last good policies stay in force until a new version loads"
+        );
+        Outcome::Removed
+    }
+
+    /// Records a text that did not load; logs it unless it is the same
+    /// failure as last time.
+    fn fail_file(&mut self, path: &Path, digest: Option<String>, e: &LoadError, what: &str) {
+        let rendered = e.render(false);
+        let file = self.files.entry(path.to_path_buf()).or_default();
+        let same = file
+            .error
+            .as_ref()
+            .is_some_and(|old| old.digest == digest && old.rendered == rendered);
+        if !same {
+            let in_force = match &file.in_force {
+                Some(_) => "the last good version stays in force",
+                None => "no version of it is in force",
+            };
+            tracing::error!(
+                file = %path.display(),
+                digest = digest.as_deref().unwrap_or("-"),
+                "{what}; {in_force}\n{rendered}"
+            );
+        }
+        file.error = Some(LastError {
+            rendered,
+            digest,
+            at: SystemTime::now(),
+        });
+    }
+
+    /// Compiles a new version of a file and, if it is good, swaps it in.
+    fn load_file(
+        &mut self,
+        current: &ArcSwap<Snapshot>,
+        path: &Path,
+        text: &str,
+        digest: &str,
+    ) -> Result<u64, LoadError> {
+        let source = SourceFile::new(path.display().to_string(), text);
+        let set = compile::load(Arc::clone(&source), &self.options)?;
+        if set.is_empty() {
+            return Err(LoadError::new(vec![Diagnostic::error(
+                &source,
+                "mcppol::store::no_policy",
+                Span::default(),
+                format!("`{}` defines no policy", path.display()),
+            )
+            .with_help(
+                "a policy file must define at least one policy; an empty file is taken for a \
+                 write in progress, so the last good version stays in force",
+            )]));
+        }
+        let old = current.load_full();
+        let conflicts: Vec<Diagnostic> = set
+            .iter()
+            .filter_map(|p| match old.policies.get(&p.name).map(|e| &e.owner) {
+                Some(Owner::File(other))
+                    if other != path && self.files.get(other).is_some_and(|f| !f.removed) =>
+                {
+                    Some(
+                        Diagnostic::error(
+                            &source,
+                            "mcppol::store::duplicate_policy",
+                            p.name_span,
+                            format!(
+                                "policy `{}` is already loaded from `{}`",
+                                p.name,
+                                other.display()
+                            ),
+                        )
+                        .with_label("defined again here")
+                        .with_help("a policy name may be defined in one file only: rename one"),
+                    )
+                }
+                _ => None,
+            })
+            .collect();
+        if !conflicts.is_empty() {
+            return Err(LoadError::new(conflicts));
+        }
+
+        let generation = old.generation + 1;
+        let loaded_at = SystemTime::now();
+        let digest: Arc<str> = Arc::from(digest);
+        let mut policies = old.policies.clone();
+        let previous = self
+            .files
+            .get(path)
+            .map(|f| f.owned.clone())
+            .unwrap_or_default();
+        for name in &previous {
+            if policies
+                .get(name)
+                .is_some_and(|e| e.owner == Owner::File(path.to_path_buf()))
+            {
+                policies.remove(name);
+            }
+        }
+        let mut owned = BTreeSet::new();
+        for policy in set.iter() {
+            let entry = Entry {
+                policy: Arc::clone(policy),
+                owner: Owner::File(path.to_path_buf()),
+                generation,
+                digest: Arc::clone(&digest),
+                loaded_at,
+            };
+            // Taken over from a removed file or from an update by name.
+            if let Some(Entry {
+                owner: Owner::File(other),
+                ..
+            }) = policies.insert(policy.name.clone(), entry)
+            {
+                if other != path {
+                    if let Some(f) = self.files.get_mut(&other) {
+                        f.owned.remove(&policy.name);
+                    }
+                }
+            }
+            self.update_errors.remove(&policy.name);
+            owned.insert(policy.name.clone());
+        }
+        current.store(Arc::new(Snapshot {
+            generation,
+            policies,
+        }));
+
+        let file = self.files.entry(path.to_path_buf()).or_default();
+        file.in_force = Some(Version {
+            digest: Arc::clone(&digest),
+            generation,
+            loaded_at,
+        });
+        file.owned = owned;
+        file.removed = false;
+        file.error = None;
+        file.last_seen = Some(digest.to_string());
+        tracing::info!(
+            file = %path.display(),
+            generation,
+            digest = %digest,
+            policies = ?file.owned,
+            "policy file loaded"
+        );
+        Ok(generation)
+    }
+
+    /// Forgets removed files that no longer provide any policy.
+    fn prune(&mut self) {
+        self.files.retain(|_, f| !(f.removed && f.owned.is_empty()));
+    }
+}
