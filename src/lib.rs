@@ -34,6 +34,7 @@ pub mod diagnostics;
 pub mod eval;
 pub mod fingerprint;
 pub mod host;
+pub mod lint;
 pub mod paths;
 pub mod policy;
 pub mod store;

@@ -6,12 +6,15 @@ use clap::{Args, ValueEnum};
 
 use super::{color, exit, usage_error};
 use crate::diagnostics::{render_all, Diagnostic, Severity, SourceFile};
-use crate::{compile, syntax, HostPredicates, LoadOptions};
+use crate::lint::{self, LintOptions, Listing};
+use crate::{syntax, HostPredicates, LoadOptions};
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum Format {
     Human,
     Json,
+    /// One SARIF 2.1.0 log on stdout, for code-scanning UIs.
+    Sarif,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -31,6 +34,17 @@ pub struct CheckArgs {
     /// is saved.
     #[arg(long)]
     watch: bool,
+    /// Fail (exit status 1) on warnings too.
+    #[arg(long = "deny-warnings")]
+    deny_warnings: bool,
+    /// A `tools/list` result to check rules against: `ID=FILE` for one
+    /// server's listing, or FILE holding a map of server id to listing (or a
+    /// listing, with `--server`). May repeat.
+    #[arg(long = "tools", value_name = "[ID=]FILE")]
+    tools: Vec<String>,
+    /// The server id of `--tools` files that hold one listing and no `ID=`.
+    #[arg(long = "server", value_name = "ID", requires = "tools")]
+    server: Option<String>,
 }
 
 /// Every `*.mcppol` file under the paths, in a stable order.
@@ -63,8 +77,13 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
     Ok(())
 }
 
-/// All diagnostics of one file: syntax, compile (and lints).
-pub fn check_file(path: &Path, options: &LoadOptions) -> Vec<Diagnostic> {
+/// All diagnostics of one file: syntax, compile and, on a file without
+/// errors, lints (which may use the tool listings of `lint_options`).
+pub fn check_file_with(
+    path: &Path,
+    options: &LoadOptions,
+    lint_options: &LintOptions,
+) -> Vec<Diagnostic> {
     let origin = path.display().to_string();
     let text = match crate::read_policy_file(path) {
         Ok(t) => t,
@@ -78,12 +97,21 @@ pub fn check_file(path: &Path, options: &LoadOptions) -> Vec<Diagnostic> {
             )];
         }
     };
-    let source = SourceFile::new(origin, text);
-    let (file, mut diagnostics) = syntax::parse(&source);
-    let (_, compile_diagnostics) = compile::compile(&file, &source, options);
-    diagnostics.extend(compile_diagnostics);
-    diagnostics.sort_by_key(|d| d.span.start);
-    diagnostics
+    lint::check_text(&origin, &text, options, lint_options)
+}
+
+/// The listings of `--tools`, read and merged.
+fn listing(specs: &[String], server: Option<&str>) -> Result<Option<Listing>, String> {
+    if specs.is_empty() {
+        return Ok(None);
+    }
+    let mut listing = Listing::default();
+    for spec in specs {
+        listing
+            .add_spec(spec, server)
+            .map_err(|e| format!("--tools {spec}: {e}"))?;
+    }
+    Ok(Some(listing))
 }
 
 pub fn run(args: CheckArgs) -> u8 {
@@ -106,9 +134,14 @@ pub fn run(args: CheckArgs) -> u8 {
         registry
     });
     let options = LoadOptions { host };
+    let lint_options = match listing(&args.tools, args.server.as_deref()) {
+        Ok(tools) => LintOptions { tools },
+        Err(e) => return usage_error(&e, None),
+    };
     let (mut errors, mut warnings) = (0usize, 0usize);
+    let mut all = Vec::new();
     for file in &files {
-        let diagnostics = check_file(file, &options);
+        let diagnostics = check_file_with(file, &options, &lint_options);
         errors += diagnostics
             .iter()
             .filter(|d| d.severity == Severity::Error)
@@ -124,7 +157,11 @@ pub fn run(args: CheckArgs) -> u8 {
                     println!("{}", d.to_json());
                 }
             }
+            Format::Sarif => all.extend(diagnostics),
         }
+    }
+    if let Format::Sarif = args.format {
+        println!("{}", lint::sarif::log(&all));
     }
     if let Format::Human = args.format {
         let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
@@ -135,7 +172,7 @@ pub fn run(args: CheckArgs) -> u8 {
             plural(warnings, "warning")
         );
     }
-    if errors > 0 {
+    if errors > 0 || (args.deny_warnings && warnings > 0) {
         exit::FAILED
     } else {
         exit::OK

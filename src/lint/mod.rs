@@ -1,0 +1,262 @@
+//! The checker's warnings: lints that run on a file that parsed and compiled
+//! without errors. One lint (or one family of lints) a file; this module
+//! holds the registry, the runner and the in-file silencing.
+//!
+//! A lint never changes what a policy means; it points at rules that do not
+//! do what they seem to (a rule that can never decide, a test whose
+//! fail-closed side is reversed, a regex that loose matching does not help)
+//! and, given the servers' `tools/list` results, at rules that name tools or
+//! arguments the servers do not have. Each warning has a stable code
+//! `mcppol::lint::NAME`, points at the offending entry and says how to fix
+//! it; `# mcppol: allow(NAME)` silences it (see [`silence`]).
+
+mod duplicate;
+mod folded_regex;
+mod inexact_allow;
+pub mod listing;
+mod matches_nothing;
+mod path_test;
+mod patterns;
+mod relative_root;
+pub mod sarif;
+mod schema;
+mod shadowed;
+pub mod silence;
+mod tainted;
+mod trust_all;
+mod unknown_tool;
+
+use std::sync::Arc;
+
+use crate::diagnostics::{Diagnostic, SourceFile};
+use crate::policy::{Policy, Rule};
+use crate::syntax::{self, Item, PolicyAst, RuleAst, Span};
+
+pub use listing::{Listing, ListingError, ToolDef};
+
+/// One lint: its name (what `# mcppol: allow(NAME)` takes) and its code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lint {
+    pub name: &'static str,
+    pub code: &'static str,
+    /// One line on what it reports (SARIF's `shortDescription`).
+    pub summary: &'static str,
+}
+
+macro_rules! lints {
+    ($($konst:ident = $name:literal : $summary:literal;)*) => {
+        $(
+            pub const $konst: Lint = Lint {
+                name: $name,
+                code: concat!("mcppol::lint::", $name),
+                summary: $summary,
+            };
+        )*
+        /// Every lint, in the order the docs list them.
+        pub const LINTS: &[Lint] = &[$($konst),*];
+    };
+}
+
+lints! {
+    SHADOWED_ALLOW = "shadowed_allow": "an allow rule that a deny or ask rule always overrides";
+    SHADOWED_ASK = "shadowed_ask": "an ask rule that a deny rule always overrides";
+    DUPLICATE_RULE = "duplicate_rule": "a rule written twice";
+    INEXACT_ALLOW = "inexact_allow": "an allow glob, regex or bare name, which never allows a new tool";
+    TAINTED_WIDENS = "tainted_widens": "`tainted` where it widens access";
+    REVERSED_PATH_TEST = "reversed_path_test": "`inside` in a deny or ask rule, `escapes` in an allow rule";
+    FOLDED_REGEX = "folded_regex": "a deny or ask regex that needs case or punctuation loose matching folds away";
+    MATCHES_NOTHING = "matches_nothing": "a target pattern that matches no name";
+    RELATIVE_ROOT = "relative_root": "a path root that is not absolute";
+    TRUST_ALL_ANNOTATIONS = "trust_all_annotations": "`trusted all` together with allows that read annotations";
+    UNKNOWN_TOOL = "unknown_tool": "a target that matches no tool of a listed server";
+    UNKNOWN_ARGUMENT = "unknown_argument": "an argument selector that no matched tool's inputSchema has";
+    ARGUMENT_TYPE = "argument_type": "a test the argument's declared type contradicts";
+    PATH_NOT_STRING = "path_not_string": "a path test on an argument that is not a string";
+    UNKNOWN_LINT = "unknown_lint": "`# mcppol: allow(...)` names a lint that does not exist";
+    BAD_DIRECTIVE = "bad_directive": "a `# mcppol:` comment that cannot be read";
+}
+
+/// The lint of that name.
+pub fn by_name(name: &str) -> Option<&'static Lint> {
+    LINTS.iter().find(|l| l.name == name)
+}
+
+/// The lint with that code.
+pub fn by_code(code: &str) -> Option<&'static Lint> {
+    LINTS.iter().find(|l| l.code == code)
+}
+
+/// What the checker knows beyond the file.
+#[derive(Debug, Clone, Default)]
+pub struct LintOptions {
+    /// The servers' tool listings (`--tools`), for the tool-aware lints.
+    pub tools: Option<Listing>,
+}
+
+/// Lints one file that parsed and compiled without errors: the warnings
+/// that are not silenced in the file, in text order.
+pub fn lint(
+    file: &syntax::File,
+    policies: &[Arc<Policy>],
+    source: &Arc<SourceFile>,
+    options: &LintOptions,
+) -> Vec<Diagnostic> {
+    let directives = silence::Directives::read(file, source);
+    let mut out = directives.diagnostics.clone();
+    for ast in &file.policies {
+        let Some(policy) = policies
+            .iter()
+            .find(|p| p.span == ast.span && p.name == ast.name.node)
+        else {
+            continue;
+        };
+        let mut cx = Ctx::new(source, ast, policy, options.tools.as_ref());
+        shadowed::check(&mut cx);
+        duplicate::check(&mut cx);
+        inexact_allow::check(&mut cx);
+        tainted::check(&mut cx);
+        path_test::check(&mut cx);
+        folded_regex::check(&mut cx);
+        matches_nothing::check(&mut cx);
+        relative_root::check(&mut cx);
+        trust_all::check(&mut cx);
+        if cx.tools.is_some() {
+            unknown_tool::check(&mut cx);
+            schema::check(&mut cx);
+        }
+        for (lint, diagnostic) in cx.out {
+            if !directives.silences(lint, ast, diagnostic.span) {
+                out.push(diagnostic);
+            }
+        }
+    }
+    out.sort_by_key(|d| (d.span.start, d.code));
+    out
+}
+
+/// One rule seen both as written and as compiled.
+pub(crate) struct RuleView<'a> {
+    pub ast: &'a RuleAst,
+    pub ir: &'a Rule,
+}
+
+/// What a lint sees of one policy, and where it reports.
+pub(crate) struct Ctx<'a> {
+    pub source: &'a Arc<SourceFile>,
+    pub ast: &'a PolicyAst,
+    pub policy: &'a Policy,
+    /// Every rule in file order.
+    pub rules: Vec<RuleView<'a>>,
+    pub tools: Option<&'a Listing>,
+    out: Vec<(&'static Lint, Diagnostic)>,
+}
+
+impl<'a> Ctx<'a> {
+    fn new(
+        source: &'a Arc<SourceFile>,
+        ast: &'a PolicyAst,
+        policy: &'a Policy,
+        tools: Option<&'a Listing>,
+    ) -> Self {
+        let rules = ast
+            .items
+            .iter()
+            .filter_map(|item| match item {
+                Item::Rule(rule) => policy
+                    .all_rules()
+                    .find(|r| r.span == rule.span)
+                    .map(|ir| RuleView { ast: rule, ir }),
+                _ => None,
+            })
+            .collect();
+        Ctx {
+            source,
+            ast,
+            policy,
+            rules,
+            tools,
+            out: Vec::new(),
+        }
+    }
+
+    /// A warning of `lint`, to be finished with a label and help.
+    pub fn warning(
+        &self,
+        lint: &'static Lint,
+        span: Span,
+        message: impl Into<String>,
+    ) -> Diagnostic {
+        Diagnostic::warning(self.source, lint.code, span, message)
+    }
+
+    pub fn emit(&mut self, lint: &'static Lint, mut diagnostic: Diagnostic) {
+        // Some grammar spans take the white space after them along.
+        let text = self.text(diagnostic.span);
+        diagnostic.span.end -= text.len() - text.trim_end().len();
+        self.out.push((lint, diagnostic));
+    }
+
+    /// The source text of a span.
+    pub fn text(&self, span: Span) -> &'a str {
+        let text: &'a str = &self.source.text;
+        text.get(span.start..span.end).unwrap_or_default()
+    }
+
+    /// 1-based line of a byte offset.
+    pub fn line(&self, offset: usize) -> usize {
+        self.source.line_col(offset).0
+    }
+}
+
+/// Visits every test of a condition (not the `and`/`or`/`not` around it),
+/// with whether it stands under an odd number of `not`s.
+pub(crate) fn each_test<'c>(
+    cond: &'c syntax::Cond,
+    negated: bool,
+    f: &mut dyn FnMut(&'c syntax::Cond, bool),
+) {
+    match cond {
+        syntax::Cond::Or(parts, _) | syntax::Cond::And(parts, _) => {
+            for part in parts {
+                each_test(part, negated, f);
+            }
+        }
+        syntax::Cond::Not(inner, _) => each_test(inner, !negated, f),
+        leaf => f(leaf, negated),
+    }
+}
+
+/// Visits every test of a rule's condition with whether a match there widens
+/// access: in an allow rule outside `not`, or in a deny or ask rule under
+/// one (`unless` counts as a `not`).
+pub(crate) fn each_rule_test<'c>(rule: &'c RuleAst, f: &mut dyn FnMut(&'c syntax::Cond, bool)) {
+    let Some(clause) = &rule.condition else {
+        return;
+    };
+    let allow = rule.effect.node == syntax::Effect::Allow;
+    each_test(&clause.condition, clause.unless, &mut |cond, negated| {
+        f(cond, allow != negated)
+    });
+}
+
+/// Parses, compiles and (when there is no error) lints one policy text:
+/// every diagnostic, in text order. What `mcppol check` does for a file.
+pub fn check_text(
+    origin: &str,
+    text: &str,
+    load: &crate::LoadOptions,
+    options: &LintOptions,
+) -> Vec<Diagnostic> {
+    let source = SourceFile::new(origin, text);
+    let (file, mut diagnostics) = syntax::parse(&source);
+    let (policies, compile_diagnostics) = crate::compile::compile(&file, &source, load);
+    diagnostics.extend(compile_diagnostics);
+    if !diagnostics
+        .iter()
+        .any(|d| d.severity == crate::Severity::Error)
+    {
+        diagnostics.extend(lint(&file, &policies, &source, options));
+    }
+    diagnostics.sort_by_key(|d| d.span.start);
+    diagnostics
+}
