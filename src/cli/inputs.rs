@@ -31,11 +31,3 @@ pub fn json_object_arg(flag: &str, text: &str) -> Result<Value, String> {
         Err(format!("{flag} takes a JSON object, not `{value}`"))
     }
 }
-
-/// `SERVER/NAME` split at the first `/`.
-pub fn split_target<'a>(flag: &str, text: &'a str) -> Result<(&'a str, &'a str), String> {
-    match text.split_once('/') {
-        Some((server, name)) if !server.is_empty() && !name.is_empty() => Ok((server, name)),
-        _ => Err(format!("{flag} takes SERVER/NAME, not `{text}`")),
-    }
-}

@@ -4,8 +4,10 @@
 
 mod check;
 mod eval;
+mod explain;
 mod fingerprint;
 mod inputs;
+mod request_args;
 mod watch;
 
 use std::io::IsTerminal;
@@ -36,6 +38,9 @@ enum Command {
     Check(check::CheckArgs),
     /// Print the fingerprint of one `tools/list` entry.
     Fingerprint(fingerprint::FingerprintArgs),
+    /// Show every rule considered for one request, why it matched or not,
+    /// and the decision (same flags as `eval`).
+    Explain(Box<explain::ExplainArgs>),
 }
 
 /// Runs the command line and returns the exit status.
@@ -55,6 +60,7 @@ pub fn main() -> ExitCode {
         Command::Eval(args) => eval::run(*args),
         Command::Check(args) => check::run(args),
         Command::Fingerprint(args) => fingerprint::run(args),
+        Command::Explain(args) => explain::run(*args),
     };
     ExitCode::from(status)
 }

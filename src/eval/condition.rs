@@ -298,7 +298,11 @@ fn quantify(
             Some(assigns) => walk(assigns, steps, flatten, 0, &mut visit),
             None => visit(Slot::Missing),
         },
-        Operand::Principal => visit(request.principal.map_or(Slot::Missing, |p| Slot::Found(Leaf::Str(p)))),
+        Operand::Principal => visit(
+            request
+                .principal
+                .map_or(Slot::Missing, |p| Slot::Found(Leaf::Str(p))),
+        ),
         Operand::Annotation(key) => visit(Slot::Found(Leaf::Bool(facts.annotation(*key)))),
     };
     acc.finish()

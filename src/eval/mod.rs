@@ -3,12 +3,14 @@
 
 mod condition;
 mod decision;
+pub mod explain;
+pub mod owned;
 mod request;
 
 use std::sync::Arc;
 
 pub use condition::Tri;
-pub(crate) use condition::{eval as eval_condition, Facts};
+pub(crate) use condition::{eval as eval_condition, eval_pred, Facts};
 pub use decision::{Decision, Reason, Source, Verdict};
 pub use request::Request;
 

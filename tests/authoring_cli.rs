@@ -1,0 +1,123 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+//! The policy author's verbs, run as the real binary: explain, fmt, test,
+//! table, lock.
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn mcppol() -> Command {
+    Command::cargo_bin("mcppol").unwrap()
+}
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = mcppol().args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn explain_names_the_deciding_rule_line() {
+    let (code, out, err) = run(&[
+        "explain",
+        "--policy",
+        "policies/filesystem.mcppol",
+        "--tool",
+        "fs/read_text_file",
+        "--args",
+        r#"{"path": "/etc/passwd"}"#,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("policies/filesystem.mcppol:15:3: deny outside: matched"),
+        "{out}"
+    );
+    assert!(
+        out.contains("`args.path` is a string (\"/etc/passwd\")"),
+        "{out}"
+    );
+    assert!(out.trim_end().ends_with(
+        "decision: deny (source: deny, reason: deny_rule, rule_id: outside) at policies/filesystem.mcppol:15:3"
+    ), "{out}");
+}
+
+#[test]
+fn explain_names_a_missing_argument_and_a_wrong_type() {
+    let (_, out, _) = run(&[
+        "explain",
+        "--policy",
+        "policies/mail.mcppol",
+        "--tool",
+        "mail/send_message",
+        "--args",
+        r#"{"to": 42}"#,
+    ]);
+    assert!(out.contains("`args.recipient_count` is missing"), "{out}");
+    assert!(
+        out.contains("`args.to` is a number (42), not a string"),
+        "{out}"
+    );
+    assert!(out.contains("ask external: predicate failed"), "{out}");
+}
+
+#[test]
+fn explain_json_ends_with_evals_decision() {
+    let args = [
+        "--policy",
+        "policies/filesystem.mcppol",
+        "--tool",
+        "fs/write_file",
+        "--args",
+        r#"{"path": "/srv/sandbox/a"}"#,
+        "--no-approver",
+    ];
+    let (_, eval_out, _) = run(&[&["eval"], &args[..]].concat());
+    let (code, out, _) = run(&[&["explain", "--format", "json"], &args[..]].concat());
+    assert_eq!(code, 0);
+    let explained: Value = serde_json::from_str(&out).unwrap();
+    let decided: Value = serde_json::from_str(&eval_out).unwrap();
+    for key in ["decision", "source", "reason", "rule_id", "line"] {
+        assert_eq!(explained["decision"][key], decided[key], "{key}");
+    }
+    let steps = explained["steps"].as_array().unwrap();
+    assert_eq!(steps.last().unwrap()["rule_id"], "changes");
+    assert!(steps.iter().all(|s| s["line"].as_u64().is_some()));
+}
+
+#[test]
+fn explain_skips_globs_for_a_new_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    let lock = dir.path().join("empty.lock");
+    std::fs::write(&lock, r#"{"version": 1, "tools": {}}"#).unwrap();
+    let policy = dir.path().join("p.mcppol");
+    std::fs::write(&policy, "policy p {\n  allow \"fs/*\"\n}\n").unwrap();
+    let (_, out, _) = run(&[
+        "explain",
+        "--policy",
+        policy.to_str().unwrap(),
+        "--tool",
+        "fs/new_tool",
+        "--lock",
+        lock.to_str().unwrap(),
+    ]);
+    assert!(out.contains("allow allow:0: skipped new tool"), "{out}");
+    assert!(
+        out.contains("decision: ask (source: default, reason: no_rule"),
+        "{out}"
+    );
+}
+
+#[test]
+fn explain_bad_flags_are_usage_errors() {
+    let (code, out, _) = run(&[
+        "explain",
+        "--policy",
+        "policies/mail.mcppol",
+        "--tool",
+        "nosplit",
+    ]);
+    assert_eq!(code, 2);
+    assert!(out.is_empty());
+}
