@@ -428,3 +428,49 @@ fn usage_errors_exit_2() {
     let out = mcppol().args(["check", "no/such/dir"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+mod never_panics {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Rule and comment fragments, each valid on its own, that the lints
+    /// look at from every side.
+    const PIECES: &[&str] = &[
+        "deny \"*/delete_repo\"",
+        "deny \"git\" ~ /^Push-[A-Z]\\.x/",
+        "ask \"github/create_*\" when tainted",
+        "allow \"github/Delete-Repo\"",
+        "allow \"fs/*\" when annotation.read_only and not tainted",
+        "allow \"read_file\" when args.path inside \"rel\"",
+        "deny \"fs/*\" when args.paths[0].x escapes \"/srv\" or args.head matches /a/",
+        "allow \"fs/read_text_file\" when args.head > 3 and args.tail in [1, \"x\"]",
+        "deny \"/x\", \"x/\", \"a//b\"",
+        "trusted all",
+        "allow_new_tools on",
+        "# mcppol: allow(inexact_allow, nope)",
+        "# mcppol: allow(",
+        "# mcppol:",
+        "tools { include \"fs/*\" exclude \"\" }",
+        "ask * unless tainted(ignore: [\"fs\"])",
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+        #[test]
+        fn on_any_mix_of_rules(picks in proptest::collection::vec(0..PIECES.len(), 0..10)) {
+            let mut text = String::from("policy p { # mcppol: allow(duplicate_rule)\n");
+            for i in picks {
+                text.push_str(PIECES[i]);
+                text.push('\n');
+            }
+            text.push('}');
+            let options = LintOptions { tools: Some(fs_listing()) };
+            let diagnostics = check_text("p.mcppol", &text, &LoadOptions::default(), &options);
+            for d in &diagnostics {
+                prop_assert!(d.span.end <= text.len());
+                prop_assert!(d.span.start <= d.span.end);
+            }
+            let _ = render_all(&diagnostics, false);
+        }
+    }
+}

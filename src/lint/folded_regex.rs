@@ -29,7 +29,8 @@ pub(super) fn check(cx: &mut Ctx<'_>) {
             let TargetAst::Regex { regex, .. } = target else {
                 continue;
             };
-            if let Some((at, need)) = needs(&regex.node).first() {
+            let all = needs(&regex.node);
+            if let Some((at, need)) = all.first() {
                 // The regex literal starts with `/` and `\/` stands for `/`;
                 // point at the character when the offsets still line up.
                 let start = regex.span.start + 1 + at;
@@ -38,11 +39,24 @@ pub(super) fn check(cx: &mut Ctx<'_>) {
                 } else {
                     Span::new(start, start + 1)
                 };
-                found.push((rule.ir.effect, span, regex.node.clone(), *need));
+                let mut chars: Vec<String> = Vec::new();
+                for (_, n) in &all {
+                    let c = match n {
+                        Need::Case(c) | Need::Punct(c) => format!("`{c}`"),
+                    };
+                    if !chars.contains(&c) {
+                        chars.push(c);
+                    }
+                }
+                found.push((rule.ir.effect, span, regex.node.clone(), *need, chars));
             }
         }
     }
-    for (effect, span, source, need) in found {
+    for (effect, span, source, need, chars) in found {
+        let also = match chars.len() {
+            0 | 1 => String::new(),
+            _ => format!(" (it also needs {})", chars[1..].join(", ")),
+        };
         let effect = effect.as_str();
         let fix = match folded(&source) {
             Some(f) => format!("Write the regex folded: `/{f}/`"),
@@ -51,12 +65,12 @@ pub(super) fn check(cx: &mut Ctx<'_>) {
         };
         let (message, label, why) = match need {
             Need::Case(c) => (
-                format!("this {effect} regex needs an upper-case `{c}`, which loose matching folds away"),
+                format!("this {effect} regex needs an upper-case `{c}`, which loose matching folds away{also}"),
                 format!("`{c}` never appears in a folded name"),
                 format!("a name with `{c}` in another case is not matched as sent, nor once folded (folded names are lower-case)"),
             ),
             Need::Punct(c) => (
-                format!("this {effect} regex needs a `{c}`, which loose matching folds away"),
+                format!("this {effect} regex needs a `{c}`, which loose matching folds away{also}"),
                 format!("`{c}` never appears in a folded name"),
                 format!("a name with `_` (or another of `-`, `.`, `_`) where the regex wants `{c}` is not matched as sent, nor once folded (folding makes `-` and `.` into `_`)"),
             ),
