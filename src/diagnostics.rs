@@ -287,10 +287,12 @@ impl miette::Diagnostic for LoadError {
 pub fn did_you_mean<'a>(word: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let lower = word.to_ascii_lowercase();
     let limit = (word.chars().count() / 3).max(1);
+    // A cut-short word (`match` for `matches`) counts as close too.
+    let truncated = |k: &str| lower.len() >= 3 && k.starts_with(lower.as_str());
     known
         .into_iter()
         .map(|k| (strsim::damerau_levenshtein(&lower, k), k))
-        .filter(|(d, _)| *d <= limit)
+        .filter(|(d, k)| *d <= limit || truncated(k))
         .min_by_key(|(d, _)| *d)
         .map(|(_, k)| k)
 }
@@ -313,5 +315,6 @@ mod tests {
         assert_eq!(did_you_mean("defualt", known), Some("default"));
         assert_eq!(did_you_mean("Scope", known), Some("scope"));
         assert_eq!(did_you_mean("banana", known), None);
+        assert_eq!(did_you_mean("match", ["in", "matches"]), Some("matches"));
     }
 }

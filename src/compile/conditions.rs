@@ -231,6 +231,24 @@ impl Compiler<'_> {
                     Test::Escapes { operand, root }
                 })
             }
+            syntax::Cond::UnknownTest { word, .. } => {
+                let tests = ["inside", "escapes", "matches", "in"];
+                let help = match did_you_mean(&word.node, tests) {
+                    Some(t) => format!("did you mean `{t}`?"),
+                    None => "the tests are `==`, `!=`, `<`, `<=`, `>`, `>=`, `in`, `matches`, `inside` and `escapes`".to_string(),
+                };
+                self.push(
+                    Diagnostic::error(
+                        self.source,
+                        "mcppol::compile::unknown_test",
+                        word.span,
+                        format!("unknown test `{}`", word.node),
+                    )
+                    .with_label("not a test")
+                    .with_help(help),
+                );
+                None
+            }
             syntax::Cond::Or(..) | syntax::Cond::And(..) | syntax::Cond::Not(..) => None,
         }
     }

@@ -231,6 +231,12 @@ pub enum Cond {
         root: Spanned<String>,
         span: Span,
     },
+    /// `SELECTOR WORD VALUE` where WORD is not a test: an error to report.
+    UnknownTest {
+        selector: SelectorAst,
+        word: Spanned<String>,
+        span: Span,
+    },
 }
 
 impl Cond {
@@ -242,7 +248,8 @@ impl Cond {
             | Cond::Compare { span, .. }
             | Cond::In { span, .. }
             | Cond::Matches { span, .. }
-            | Cond::Path { span, .. } => *span,
+            | Cond::Path { span, .. }
+            | Cond::UnknownTest { span, .. } => *span,
             Cond::Bare(sel) => sel.span,
         }
     }

@@ -289,6 +289,18 @@ impl Builder {
         let Some(test) = inner.next() else {
             return Ok(Cond::Bare(selector));
         };
+        if test.as_rule() == Rule::unknown_test {
+            let word = test
+                .into_inner()
+                .find(|p| p.as_rule() == Rule::ident)
+                .map(|w| self.spanned_str(&w))
+                .ok_or((span, "incomplete test".to_string()))?;
+            return Ok(Cond::UnknownTest {
+                selector,
+                word,
+                span,
+            });
+        }
         let mut parts = test.into_inner();
         let first = parts.next();
         let second = parts.next();

@@ -33,6 +33,7 @@ fn rule_name(grammar_rule: Rule) -> Option<&'static str> {
         | Rule::negation
         | Rule::group
         | Rule::test
+        | Rule::unknown_test
         | Rule::selector => "a condition",
         Rule::tainted | Rule::kw_tainted => "`tainted`",
         Rule::exists_test | Rule::kw_exists => "`exists`",
