@@ -40,6 +40,11 @@ pub mod policy;
 pub mod store;
 pub mod syntax;
 
+/// The README's Rust examples, compiled and run as doc tests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
+
 use std::path::Path;
 use std::sync::Arc;
 
