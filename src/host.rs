@@ -29,6 +29,33 @@ impl fmt::Debug for HostFn {
 }
 
 /// The predicates a host registers before loading policies.
+///
+/// ```
+/// use mcppol::{HostPredicates, LoadOptions, PolicySet, Request, Verdict};
+///
+/// let mut host = HostPredicates::new();
+/// host.register("within_budget", |request| Ok(request.server == "search"));
+/// host.register("quota_service", |_| Err("quota service unreachable".to_string()));
+/// let options = LoadOptions { host: Some(host) };
+///
+/// let set = PolicySet::from_text_with("p.mcppol", r#"
+///     policy p {
+///       deny  "*/bulk_*" when host.quota_service
+///       allow "search/query" when host.within_budget
+///     }
+/// "#, &options).map_err(|e| e.render(false))?;
+/// let p = set.get("p").ok_or("no policy")?;
+/// assert_eq!(p.decide(&Request::tool("search", "query")).decision, Verdict::Allow);
+/// // A predicate that errors fails closed: it matches the deny.
+/// let d = p.decide(&Request::tool("search", "bulk_export"));
+/// assert_eq!((d.decision, d.reason.as_str()), (Verdict::Deny, "predicate_failed"));
+///
+/// // With a registry, naming an unregistered predicate is a load error.
+/// let err = PolicySet::from_text_with("q.mcppol", "policy q { allow * when host.nope }", &options)
+///     .err().ok_or("should not load")?;
+/// assert_eq!(err.diagnostics[0].code, "mcppol::compile::unknown_host_predicate");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Default)]
 pub struct HostPredicates {
     predicates: HashMap<String, HostFn>,

@@ -7,6 +7,35 @@ use crate::syntax::TargetKind;
 
 /// A request to decide. Borrowed from the host's own data: building one
 /// allocates nothing.
+///
+/// ```
+/// use mcppol::{Lock, PolicySet, Request, ToolApproval, Verdict};
+/// use serde_json::json;
+///
+/// let set = PolicySet::from_text("p.mcppol", r#"
+///     policy p {
+///       deny  "mail/send" when tainted(ignore: ["wiki"])
+///       allow "fs/read_file" when args.path inside "/srv"
+///       allow "fs/list_*"
+///     }
+/// "#).map_err(|e| e.render(false))?;
+/// let p = set.get("p").ok_or("no policy")?;
+///
+/// // Output from "web" is in the model's context: sending mail is denied.
+/// let r = Request::tool("mail", "send").with_taint(&["wiki", "web"]);
+/// assert_eq!(p.decide(&r).decision, Verdict::Deny);
+///
+/// // Approval state comes from the lock file and the tool's current definition.
+/// let def = json!({"name": "list_tmp", "description": "List /tmp."});
+/// let lock = Lock::parse(r#"{"version": 1, "tools": {}}"#)?;
+/// let fp = mcppol::fingerprint(&def)?;
+/// let state = lock.approval("fs", "list_tmp", Some(&fp));
+/// assert_eq!(state, ToolApproval::New);
+/// // A new tool is allowed only by an exact allow; the glob does not count.
+/// let d = p.decide(&Request::tool("fs", "list_tmp").with_approval(state).without_approver());
+/// assert_eq!((d.decision, d.reason.as_str()), (Verdict::Deny, "no_rule"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy)]
 pub struct Request<'a> {
     pub kind: TargetKind,
