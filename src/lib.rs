@@ -39,6 +39,7 @@ pub mod paths;
 pub mod policy;
 pub mod store;
 pub mod syntax;
+pub mod testing;
 
 /// The README's Rust examples, compiled and run as doc tests.
 #[doc = include_str!("../README.md")]

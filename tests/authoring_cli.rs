@@ -121,3 +121,64 @@ fn explain_bad_flags_are_usage_errors() {
     assert_eq!(code, 2);
     assert!(out.is_empty());
 }
+
+#[test]
+fn test_runs_the_bundled_policy_tests_with_full_coverage() {
+    let (code, out, err) = run(&["test", "--coverage", "policies/"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("0 failed, 0 rule(s) uncovered"), "{out}");
+}
+
+#[test]
+fn test_reports_expected_actual_line_and_uncovered_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("p.mcppol"),
+        "policy p {\n  deny \"a/x\"\n  allow \"a/y\"\n  ask \"a/z\"\n}\n",
+    )
+    .unwrap();
+    let tests = dir.path().join("p.mcppoltest");
+    std::fs::write(
+        &tests,
+        "# no `policy` line: p.mcppol next to it\n\ncase x is denied\n  tool a/x\n  expect deny rule_id=deny:0\n\ncase y is wrongly expected\n  tool a/y\n  expect ask source=ask\n\nuncovered ask:0 kept to show a justified gap\n",
+    )
+    .unwrap();
+    let (code, out, _) = run(&["test", "--coverage", tests.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("p.mcppoltest:7: FAIL y is wrongly expected"),
+        "{out}"
+    );
+    assert!(out.contains("expected: ask source=ask"), "{out}");
+    assert!(
+        out.contains("actual:   allow source=allow reason=allow_rule rule_id=allow:0"),
+        "{out}"
+    );
+    assert!(
+        out.contains("uncovered (justified): ask rule `ask:0`"),
+        "{out}"
+    );
+    assert!(!out.contains("uncovered: allow"), "{out}");
+
+    let (code, out, _) = run(&["test", "--format", "json", tests.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let failure = &v["files"][0]["failures"][0];
+    assert_eq!(failure["line"], 7);
+    assert_eq!(failure["actual"]["decision"], "allow");
+    assert_eq!(failure["expected"]["decision"], "ask");
+}
+
+#[test]
+fn test_file_errors_name_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("p.mcppol"), "policy p {}\n").unwrap();
+    let tests = dir.path().join("p.mcppoltest");
+    std::fs::write(&tests, "case c\n  tool a/x\n  expect maybe\n").unwrap();
+    let (code, _, err) = run(&["test", tests.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("p.mcppoltest:3: expect: `maybe` is not a decision"),
+        "{err}"
+    );
+}

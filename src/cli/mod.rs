@@ -8,6 +8,7 @@ mod explain;
 mod fingerprint;
 mod inputs;
 mod request_args;
+mod test;
 mod watch;
 
 use std::io::IsTerminal;
@@ -41,6 +42,9 @@ enum Command {
     /// Show every rule considered for one request, why it matched or not,
     /// and the decision (same flags as `eval`).
     Explain(Box<explain::ExplainArgs>),
+    /// Run policy test files (`*.mcppoltest`): each case a request and the
+    /// decision it must get.
+    Test(test::TestArgs),
 }
 
 /// Runs the command line and returns the exit status.
@@ -61,6 +65,7 @@ pub fn main() -> ExitCode {
         Command::Check(args) => check::run(args),
         Command::Fingerprint(args) => fingerprint::run(args),
         Command::Explain(args) => explain::run(*args),
+        Command::Test(args) => test::run(args),
     };
     ExitCode::from(status)
 }

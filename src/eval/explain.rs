@@ -667,19 +667,22 @@ impl<'a, 'r> Walk<'a, 'r> {
             Test::Inside { operand, root } | Test::Escapes { operand, root } => {
                 let base = self.operand_saw(operand, facts, Some("a string"));
                 let mut verdicts = Vec::new();
-                for value in self.select(operand) {
-                    if let Some(v) = value {
-                        verdicts.push(match v.as_str() {
-                            Some(s) if paths::inside(s, root) => {
-                                format!("{} is inside {root}", short(v))
-                            }
-                            Some(s) => match paths::canonicalize(s, root) {
-                                Ok(c) => format!("{} is outside {root} (as `{c}`)", short(v)),
-                                Err(e) => format!("{} is not a usable path ({e})", short(v)),
-                            },
-                            None => format!("{} is not a path", short(v)),
-                        });
-                    }
+                let values = self.select(operand);
+                let leaves = values.into_iter().flatten().flat_map(|v| match v {
+                    Value::Array(items) => items.iter().collect::<Vec<_>>(),
+                    other => vec![other],
+                });
+                for v in leaves {
+                    verdicts.push(match v.as_str() {
+                        Some(s) if paths::inside(s, root) => {
+                            format!("{} is inside {root}", short(v))
+                        }
+                        Some(s) => match paths::canonicalize(s, root) {
+                            Ok(c) => format!("{} is outside {root} (as `{c}`)", short(v)),
+                            Err(e) => format!("{} is not a usable path ({e})", short(v)),
+                        },
+                        None => format!("{} is not a path", short(v)),
+                    });
                 }
                 if verdicts.is_empty() {
                     base
