@@ -1,0 +1,1165 @@
+//! Generator of realistic policy sets and request mixes for the benchmarks.
+//!
+//! Shared, copy-free, by the main crate's criterion benches
+//! (`#[path = "common/gen.rs"]`) and by the Cedar / regorus comparison crate
+//! (`benches/compare`, `#[path = "../../common/gen.rs"]`).
+//!
+//! A policy set of N rules looks like a gateway's: a few global rules (bare
+//! tool names, `*/...` globs, a `*` rule on taint and annotations), then one
+//! block of rules per MCP server. Scale comes from more servers, each with
+//! its own tools: exact targets, prefix and suffix globs, regexes on tool
+//! names, argument predicates (comparisons, `in`, `matches`), path
+//! predicates (`inside` / `escapes`), taint, annotations, principals and
+//! host assigns. Everything is deterministic (a fixed-seed splitmix64).
+//!
+//! The rules are generated as data ([`RuleSpec`]) and rendered to `.mcppol`
+//! text here; the comparison crate renders the same data to Cedar and Rego.
+//! Only forms that Cedar can express exactly are generated: globs use `*`
+//! only (no `?`), regexes are anchored literals (`/^lit/`, `/lit$/`, which
+//! are `like "lit*"` / `like "*lit"`), request paths are absolute (so their
+//! canonical form does not depend on the root), numbers are integers.
+
+#![allow(dead_code)]
+
+use std::fmt::Write as _;
+
+use serde_json::{json, Value};
+
+/// Rule counts the benchmarks run at.
+pub const SIZES: [usize; 4] = [10, 100, 1_000, 10_000];
+
+/// Requests of each kind (by the deciding source) in a mix.
+pub const PER_KIND: usize = 16;
+
+/// A deterministic pseudo-random source (splitmix64).
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n.max(1) as u64) as usize
+    }
+
+    /// True with probability `percent` / 100.
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.next_u64() % 100 < percent
+    }
+
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
+    }
+}
+
+/// A rule's list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Effect {
+    Deny,
+    Ask,
+    Allow,
+}
+
+impl Effect {
+    pub fn keyword(self) -> &'static str {
+        match self {
+            Effect::Deny => "deny",
+            Effect::Ask => "ask",
+            Effect::Allow => "allow",
+        }
+    }
+
+    /// Deny and ask rules match names loosely (folded).
+    pub fn loose(self) -> bool {
+        self != Effect::Allow
+    }
+}
+
+/// A segment pattern with `*` only: `lit`, `lit*`, `*lit`, `a*b` or `*`.
+pub type Glob = String;
+
+/// An anchored literal regex: `/^lit/` or `/lit$/`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Re {
+    Prefix(String),
+    Suffix(String),
+}
+
+impl Re {
+    /// The regex source, with `/` escaped for `.mcppol` (`\/`).
+    pub fn mcppol(&self) -> String {
+        match self {
+            Re::Prefix(l) => format!("/^{}/", l.replace('/', "\\/")),
+            Re::Suffix(l) => format!("/{}$/", l.replace('/', "\\/")),
+        }
+    }
+
+    /// The regex source as plain text (Rust / RE2 syntax).
+    pub fn source(&self) -> String {
+        match self {
+            Re::Prefix(l) => format!("^{l}"),
+            Re::Suffix(l) => format!("{l}$"),
+        }
+    }
+
+    /// The same test as a `*` glob (Cedar's `like`).
+    pub fn as_glob(&self) -> String {
+        match self {
+            Re::Prefix(l) => format!("{l}*"),
+            Re::Suffix(l) => format!("*{l}"),
+        }
+    }
+
+    pub fn is_match(&self, s: &str) -> bool {
+        match self {
+            Re::Prefix(l) => s.starts_with(l.as_str()),
+            Re::Suffix(l) => s.ends_with(l.as_str()),
+        }
+    }
+}
+
+/// One target of a rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// `"server/tool"`, each segment a glob.
+    Pair { server: Glob, tool: Glob },
+    /// `"tool"`: that tool on any server.
+    Bare { tool: Glob },
+    /// `"server" ~ /re/`.
+    Regex { server: Glob, re: Re },
+    /// `*`.
+    Any,
+}
+
+/// A JSON scalar in a predicate.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Lit {
+    Str(String),
+    Int(i64),
+    Bool(bool),
+}
+
+impl Lit {
+    pub fn json(&self) -> String {
+        match self {
+            Lit::Str(s) => format!("{s:?}"),
+            Lit::Int(i) => i.to_string(),
+            Lit::Bool(b) => b.to_string(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl Op {
+    pub fn text(self) -> &'static str {
+        match self {
+            Op::Eq => "==",
+            Op::Ne => "!=",
+            Op::Lt => "<",
+            Op::Le => "<=",
+            Op::Gt => ">",
+            Op::Ge => ">=",
+        }
+    }
+}
+
+/// MCP tool annotations, as `annotation.KEY` names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ann {
+    ReadOnly,
+    Destructive,
+    OpenWorld,
+    Idempotent,
+}
+
+impl Ann {
+    pub const ALL: [Ann; 4] = [
+        Ann::ReadOnly,
+        Ann::Destructive,
+        Ann::OpenWorld,
+        Ann::Idempotent,
+    ];
+
+    pub fn key(self) -> &'static str {
+        match self {
+            Ann::ReadOnly => "read_only",
+            Ann::Destructive => "destructive",
+            Ann::OpenWorld => "open_world",
+            Ann::Idempotent => "idempotent",
+        }
+    }
+
+    /// MCP's hint name.
+    pub fn hint(self) -> &'static str {
+        match self {
+            Ann::ReadOnly => "readOnlyHint",
+            Ann::Destructive => "destructiveHint",
+            Ann::OpenWorld => "openWorldHint",
+            Ann::Idempotent => "idempotentHint",
+        }
+    }
+
+    /// MCP's default for an absent hint.
+    pub fn mcp_default(self) -> bool {
+        matches!(self, Ann::Destructive | Ann::OpenWorld)
+    }
+
+    /// The value for a server that is not trusted.
+    pub fn conservative(self) -> bool {
+        matches!(self, Ann::Destructive | Ann::OpenWorld)
+    }
+}
+
+/// A condition. Argument selectors are one key deep (`args.KEY`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cond {
+    /// `annotation.KEY` (true) or `not annotation.KEY` (false).
+    Ann(Ann, bool),
+    Cmp {
+        key: String,
+        op: Op,
+        value: Lit,
+    },
+    In {
+        key: String,
+        values: Vec<Lit>,
+    },
+    Matches {
+        key: String,
+        re: Re,
+    },
+    Inside {
+        key: String,
+        root: String,
+    },
+    Escapes {
+        key: String,
+        root: String,
+    },
+    /// `tainted` or `tainted(ignore: [...])`.
+    Tainted {
+        ignore: Vec<String>,
+    },
+    PrincipalIn(Vec<String>),
+    AssignEq {
+        key: String,
+        value: String,
+    },
+    And(Vec<Cond>),
+}
+
+impl Cond {
+    pub fn mcppol(&self) -> String {
+        match self {
+            Cond::Ann(a, true) => format!("annotation.{}", a.key()),
+            Cond::Ann(a, false) => format!("not annotation.{}", a.key()),
+            Cond::Cmp { key, op, value } => format!("args.{key} {} {}", op.text(), value.json()),
+            Cond::In { key, values } => format!("args.{key} in [{}]", list(values)),
+            Cond::Matches { key, re } => format!("args.{key} matches {}", re.mcppol()),
+            Cond::Inside { key, root } => format!("args.{key} inside {root:?}"),
+            Cond::Escapes { key, root } => format!("args.{key} escapes {root:?}"),
+            Cond::Tainted { ignore } if ignore.is_empty() => "tainted".to_string(),
+            Cond::Tainted { ignore } => format!("tainted(ignore: [{}])", quoted(ignore)),
+            Cond::PrincipalIn(names) => format!("principal in [{}]", quoted(names)),
+            Cond::AssignEq { key, value } => format!("assigns.{key} == {value:?}"),
+            Cond::And(parts) => parts
+                .iter()
+                .map(Cond::mcppol)
+                .collect::<Vec<_>>()
+                .join(" and "),
+        }
+    }
+}
+
+fn list(values: &[Lit]) -> String {
+    values.iter().map(Lit::json).collect::<Vec<_>>().join(", ")
+}
+
+fn quoted(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| format!("{n:?}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// One rule statement.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RuleSpec {
+    pub effect: Effect,
+    /// The rule id mcppol reports: the written id or `<list>:<index>`.
+    pub id: String,
+    /// Position within its list (deny, ask or allow), from 0.
+    pub index: usize,
+    /// Whether the id is written in the file.
+    pub named: bool,
+    pub targets: Vec<Target>,
+    pub cond: Option<Cond>,
+}
+
+impl RuleSpec {
+    pub fn mcppol(&self) -> String {
+        let mut out = String::new();
+        out.push_str(self.effect.keyword());
+        out.push(' ');
+        if self.named {
+            let _ = write!(out, "{}: ", self.id);
+        }
+        let targets: Vec<String> = self
+            .targets
+            .iter()
+            .map(|t| match t {
+                Target::Pair { server, tool } => format!("\"{server}/{tool}\""),
+                Target::Bare { tool } => format!("{tool:?}"),
+                Target::Regex { server, re } => format!("{server:?} ~ {}", re.mcppol()),
+                Target::Any => "*".to_string(),
+            })
+            .collect();
+        out.push_str(&targets.join(", "));
+        if let Some(c) = &self.cond {
+            out.push_str(" when ");
+            out.push_str(&c.mcppol());
+        }
+        out
+    }
+}
+
+/// One generated policy.
+#[derive(Debug, Clone)]
+pub struct PolicySpec {
+    pub name: String,
+    pub rules: Vec<RuleSpec>,
+    /// Servers whose annotations are believed.
+    pub trusted: Vec<String>,
+    /// `default ask` (else `default deny`).
+    pub default_ask: bool,
+    /// Servers that have at least one rule, with their tools.
+    pub servers: Vec<Server>,
+}
+
+impl PolicySpec {
+    /// The policy as `.mcppol` text.
+    pub fn mcppol(&self) -> String {
+        let mut out = String::with_capacity(self.rules.len() * 80);
+        let _ = writeln!(out, "# generated: {} rules", self.rules.len());
+        let _ = writeln!(out, "policy {} {{", self.name);
+        let _ = writeln!(
+            out,
+            "  default {}",
+            if self.default_ask { "ask" } else { "deny" }
+        );
+        if !self.trusted.is_empty() {
+            let _ = writeln!(out, "  trusted {}", quoted(&self.trusted));
+        }
+        for rule in &self.rules {
+            let _ = writeln!(out, "  {}", rule.mcppol());
+        }
+        out.push_str("}\n");
+        out
+    }
+
+    pub fn is_trusted(&self, server: &str) -> bool {
+        self.trusted.iter().any(|t| t == server)
+    }
+}
+
+/// What a server is for: picks its tools and its rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Code,
+    Files,
+    Database,
+    Chat,
+    Tickets,
+    Cloud,
+}
+
+/// One MCP server of the gateway.
+#[derive(Debug, Clone)]
+pub struct Server {
+    pub id: String,
+    pub kind: Kind,
+    pub tools: Vec<String>,
+}
+
+const BASES: [(&str, Kind); 16] = [
+    ("github", Kind::Code),
+    ("fs", Kind::Files),
+    ("postgres", Kind::Database),
+    ("slack", Kind::Chat),
+    ("jira", Kind::Tickets),
+    ("aws", Kind::Cloud),
+    ("gitlab", Kind::Code),
+    ("google-drive", Kind::Files),
+    ("my_sql", Kind::Database),
+    ("teams", Kind::Chat),
+    ("linear", Kind::Tickets),
+    ("k8s", Kind::Cloud),
+    ("bitbucket", Kind::Code),
+    ("s3", Kind::Files),
+    ("snowflake", Kind::Database),
+    ("zendesk", Kind::Tickets),
+];
+
+const NOUNS: [&str; 24] = [
+    "issue",
+    "repo",
+    "file",
+    "user",
+    "message",
+    "channel",
+    "ticket",
+    "table",
+    "record",
+    "branch",
+    "commit",
+    "invoice",
+    "report",
+    "page",
+    "dashboard",
+    "bucket",
+    "cluster",
+    "secret",
+    "comment",
+    "label",
+    "project",
+    "workflow",
+    "alert",
+    "schema",
+];
+
+fn kind_tools(kind: Kind) -> &'static [&'static str] {
+    match kind {
+        Kind::Code => &[
+            "push",
+            "push_tags",
+            "merge_branch",
+            "merge_pull_request",
+            "run_workflow",
+            "delete_repo",
+            "fork_repo",
+        ],
+        Kind::Files => &[
+            "read_file",
+            "write_file",
+            "move_file",
+            "list_directory",
+            "share_file",
+        ],
+        Kind::Database => &["query", "run_migration", "drop_table", "export_table"],
+        Kind::Chat => &["post_message", "send_dm", "send_email", "invite_user"],
+        Kind::Tickets => &["close_ticket", "assign_ticket", "create_ticket"],
+        Kind::Cloud => &["deploy", "scale_cluster", "rotate_secret", "admin_reset"],
+    }
+}
+
+fn make_server(i: usize, rng: &mut Rng) -> Server {
+    let (base, kind) = BASES[i % BASES.len()];
+    let round = i / BASES.len();
+    let id = if round == 0 {
+        base.to_string()
+    } else {
+        format!("{base}-{round}")
+    };
+    let mut tools: Vec<String> = kind_tools(kind).iter().map(|t| t.to_string()).collect();
+    // Generic CRUD tools on a few of the server's nouns.
+    let first = rng.below(NOUNS.len());
+    for k in 0..4 {
+        let noun = NOUNS[(first + k * 5) % NOUNS.len()];
+        for verb in ["get", "list", "search", "create", "update", "delete"] {
+            tools.push(format!("{verb}_{noun}"));
+        }
+    }
+    tools.push("user_admin".to_string());
+    Server { id, kind, tools }
+}
+
+/// Builds rules with their list indexes.
+struct Rules {
+    rules: Vec<RuleSpec>,
+    next: [usize; 3],
+    limit: usize,
+}
+
+impl Rules {
+    fn full(&self) -> bool {
+        self.rules.len() >= self.limit
+    }
+
+    fn add(
+        &mut self,
+        effect: Effect,
+        name: Option<String>,
+        targets: Vec<Target>,
+        cond: Option<Cond>,
+    ) {
+        if self.full() {
+            return;
+        }
+        let slot = effect as usize;
+        let index = self.next[slot];
+        self.next[slot] += 1;
+        let (id, named) = match name {
+            Some(n) => (n, true),
+            None => (format!("{}:{index}", effect.keyword()), false),
+        };
+        self.rules.push(RuleSpec {
+            effect,
+            id,
+            index,
+            named,
+            targets,
+            cond,
+        });
+    }
+}
+
+fn pair(server: &str, tool: &str) -> Target {
+    Target::Pair {
+        server: server.to_string(),
+        tool: tool.to_string(),
+    }
+}
+
+fn s(v: &str) -> String {
+    v.to_string()
+}
+
+fn nouns_of(server: &Server) -> Vec<&str> {
+    server
+        .tools
+        .iter()
+        .filter_map(|t| t.strip_prefix("get_"))
+        .collect()
+}
+
+/// The rules about one server, in file order.
+fn server_rules(rules: &mut Rules, server: &Server, n: usize, rng: &mut Rng) {
+    let id = server.id.as_str();
+    let nouns = nouns_of(server);
+    let noun = |k: usize| nouns[k % nouns.len()];
+    rules.add(
+        Effect::Allow,
+        None,
+        vec![pair(id, "get_*"), pair(id, "list_*")],
+        None,
+    );
+    rules.add(
+        Effect::Allow,
+        None,
+        vec![pair(id, "search_*")],
+        Some(Cond::Ann(Ann::ReadOnly, true)),
+    );
+    rules.add(
+        Effect::Ask,
+        None,
+        vec![pair(id, "create_*"), pair(id, "update_*")],
+        None,
+    );
+    if n % 3 == 0 {
+        rules.add(Effect::Deny, None, vec![pair(id, "delete_*")], None);
+    } else {
+        rules.add(
+            Effect::Deny,
+            None,
+            vec![pair(id, &format!("delete_{}", noun(1)))],
+            None,
+        );
+        rules.add(Effect::Ask, None, vec![pair(id, "delete_*")], None);
+    }
+    match server.kind {
+        Kind::Code => {
+            rules.add(
+                Effect::Deny,
+                Some(format!("no_force_push_{n}")),
+                vec![Target::Regex {
+                    server: s(id),
+                    re: Re::Prefix(s("push")),
+                }],
+                Some(Cond::Cmp {
+                    key: s("force"),
+                    op: Op::Eq,
+                    value: Lit::Bool(true),
+                }),
+            );
+            rules.add(
+                Effect::Allow,
+                None,
+                vec![pair(id, "merge_*")],
+                Some(Cond::And(vec![
+                    Cond::In {
+                        key: s("branch"),
+                        values: vec![Lit::Str(s("dev")), Lit::Str(s("staging"))],
+                    },
+                    Cond::PrincipalIn(vec![s("dana"), s("omar")]),
+                ])),
+            );
+            rules.add(
+                Effect::Allow,
+                None,
+                vec![pair(id, "run_workflow")],
+                Some(Cond::And(vec![
+                    Cond::Matches {
+                        key: s("ref"),
+                        re: Re::Prefix(s("refs/heads/release-")),
+                    },
+                    Cond::AssignEq {
+                        key: s("role"),
+                        value: s("ops"),
+                    },
+                ])),
+            );
+            rules.add(Effect::Allow, None, vec![pair(id, "push")], None);
+        }
+        Kind::Files => {
+            let root = format!("/srv/{id}");
+            rules.add(
+                Effect::Deny,
+                Some(format!("sandbox_{n}")),
+                vec![pair(id, "write_file"), pair(id, "move_file")],
+                Some(Cond::Escapes {
+                    key: s("path"),
+                    root: root.clone(),
+                }),
+            );
+            rules.add(
+                Effect::Allow,
+                None,
+                vec![pair(id, "read_file"), pair(id, "write_file")],
+                Some(Cond::Inside {
+                    key: s("path"),
+                    root,
+                }),
+            );
+            rules.add(
+                Effect::Allow,
+                None,
+                vec![pair(id, "list_directory")],
+                Some(Cond::Ann(Ann::ReadOnly, true)),
+            );
+            rules.add(
+                Effect::Ask,
+                None,
+                vec![pair(id, "share_*")],
+                Some(Cond::Ann(Ann::OpenWorld, true)),
+            );
+        }
+        Kind::Database => {
+            rules.add(
+                Effect::Deny,
+                None,
+                vec![pair(id, "query")],
+                Some(Cond::Cmp {
+                    key: s("limit"),
+                    op: Op::Gt,
+                    value: Lit::Int(10_000),
+                }),
+            );
+            rules.add(Effect::Deny, None, vec![pair(id, "drop_*")], None);
+            rules.add(
+                Effect::Ask,
+                None,
+                vec![pair(id, "query")],
+                Some(Cond::Matches {
+                    key: s("table"),
+                    re: Re::Prefix(s("tmp_")),
+                }),
+            );
+            rules.add(
+                Effect::Allow,
+                None,
+                vec![pair(id, "query")],
+                Some(Cond::And(vec![
+                    Cond::Cmp {
+                        key: s("limit"),
+                        op: Op::Le,
+                        value: Lit::Int(1_000),
+                    },
+                    Cond::In {
+                        key: s("mode"),
+                        values: vec![Lit::Str(s("read")), Lit::Str(s("explain"))],
+                    },
+                ])),
+            );
+            rules.add(
+                Effect::Allow,
+                None,
+                vec![pair(id, "export_*")],
+                Some(Cond::Ann(Ann::Destructive, false)),
+            );
+        }
+        Kind::Chat => {
+            rules.add(
+                Effect::Deny,
+                None,
+                vec![pair(id, "send_*")],
+                Some(Cond::Tainted { ignore: vec![] }),
+            );
+            rules.add(
+                Effect::Ask,
+                None,
+                vec![pair(id, "post_message")],
+                Some(Cond::Tainted {
+                    ignore: vec![s("jira"), s("linear")],
+                }),
+            );
+            rules.add(
+                Effect::Allow,
+                None,
+                vec![pair(id, "post_message"), pair(id, "send_dm")],
+                Some(Cond::In {
+                    key: s("channel"),
+                    values: vec![
+                        Lit::Str(s("general")),
+                        Lit::Str(s("eng")),
+                        Lit::Str(s("ops")),
+                    ],
+                }),
+            );
+        }
+        Kind::Tickets => {
+            rules.add(
+                Effect::Allow,
+                None,
+                vec![pair(id, "close_ticket"), pair(id, "assign_ticket")],
+                Some(Cond::And(vec![
+                    Cond::Matches {
+                        key: s("id"),
+                        re: Re::Prefix(s("T-")),
+                    },
+                    Cond::PrincipalIn(vec![s("dana"), s("omar")]),
+                ])),
+            );
+            rules.add(
+                Effect::Ask,
+                None,
+                vec![pair(id, "create_ticket")],
+                Some(Cond::Cmp {
+                    key: s("priority"),
+                    op: Op::Ge,
+                    value: Lit::Int(3),
+                }),
+            );
+            rules.add(Effect::Allow, None, vec![pair(id, "create_ticket")], None);
+        }
+        Kind::Cloud => {
+            rules.add(
+                Effect::Deny,
+                None,
+                vec![Target::Regex {
+                    server: s(id),
+                    re: Re::Prefix(s("admin_")),
+                }],
+                None,
+            );
+            rules.add(
+                Effect::Ask,
+                None,
+                vec![pair(id, "deploy"), pair(id, "scale_*")],
+                Some(Cond::Cmp {
+                    key: s("replicas"),
+                    op: Op::Gt,
+                    value: Lit::Int(10),
+                }),
+            );
+            rules.add(
+                Effect::Allow,
+                None,
+                vec![pair(id, "deploy"), pair(id, "scale_cluster")],
+                Some(Cond::AssignEq {
+                    key: s("role"),
+                    value: s("ops"),
+                }),
+            );
+        }
+    }
+    // Exact allows on a few plain tools (the bulk of a real allow list).
+    let mut exact: Vec<Target> = Vec::new();
+    for k in 0..3 {
+        exact.push(pair(id, &format!("create_{}", noun(k + 2))));
+    }
+    rules.add(Effect::Allow, None, exact, None);
+    rules.add(
+        Effect::Allow,
+        None,
+        vec![pair(id, &format!("update_{}", noun(0)))],
+        Some(Cond::PrincipalIn(vec![s("dana")])),
+    );
+    if n % 2 == 1 {
+        rules.add(
+            Effect::Ask,
+            None,
+            vec![Target::Regex {
+                server: s(id),
+                re: Re::Suffix(s("_admin")),
+            }],
+            None,
+        );
+    }
+    if rng.chance(30) {
+        rules.add(
+            Effect::Deny,
+            None,
+            vec![pair(id, &format!("*_{}", noun(3)))],
+            Some(Cond::Tainted {
+                ignore: vec![s(id)],
+            }),
+        );
+    }
+}
+
+/// A rule before it gets its id: list, written id, targets, condition.
+type Draft = (Effect, Option<String>, Vec<Target>, Option<Cond>);
+
+/// The few rules a gateway has about every server.
+fn global_rules(rules: &mut Rules, count: usize) {
+    let all: Vec<Draft> = vec![
+        (
+            Effect::Deny,
+            None,
+            vec![
+                pair("*", "delete_repo"),
+                Target::Bare {
+                    tool: s("drop_database"),
+                },
+            ],
+            None,
+        ),
+        (
+            Effect::Ask,
+            Some(s("tainted_open_world")),
+            vec![Target::Any],
+            Some(Cond::And(vec![
+                Cond::Ann(Ann::OpenWorld, true),
+                Cond::Tainted {
+                    ignore: vec![s("docs")],
+                },
+            ])),
+        ),
+        (Effect::Deny, None, vec![pair("*", "purge_*")], None),
+        (Effect::Ask, None, vec![pair("*", "share_*")], None),
+        (Effect::Deny, None, vec![pair("git*", "force_push")], None),
+        (
+            Effect::Allow,
+            None,
+            vec![Target::Bare { tool: s("status") }],
+            None,
+        ),
+        (Effect::Allow, None, vec![pair("*", "ping")], None),
+        (
+            Effect::Deny,
+            None,
+            vec![Target::Bare { tool: s("exec_*") }],
+            Some(Cond::Tainted { ignore: vec![] }),
+        ),
+    ];
+    for (effect, name, targets, cond) in all.into_iter().take(count) {
+        rules.add(effect, name, targets, cond);
+    }
+}
+
+/// A policy of exactly `size` rules.
+pub fn policy(size: usize) -> PolicySpec {
+    let mut rng = Rng::new(0x6d63_7070_6f6c_0000 ^ size as u64);
+    let mut rules = Rules {
+        rules: Vec::with_capacity(size),
+        next: [0; 3],
+        limit: size,
+    };
+    global_rules(&mut rules, (size / 10).clamp(1, 8));
+    let mut servers = Vec::new();
+    while !rules.full() {
+        let server = make_server(servers.len(), &mut rng);
+        server_rules(&mut rules, &server, servers.len(), &mut rng);
+        servers.push(server);
+    }
+    let trusted = servers
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| i % 3 == 0)
+        .map(|(_, s)| s.id.clone())
+        .collect();
+    PolicySpec {
+        name: format!("gateway_{size}"),
+        rules: rules.rules,
+        trusted,
+        default_ask: true,
+        servers,
+    }
+}
+
+/// One request, owned: the benches borrow an `mcppol::Request` from it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestSpec {
+    pub server: String,
+    pub tool: String,
+    pub args: Value,
+    pub annotations: Value,
+    pub taint: Vec<String>,
+    pub principal: String,
+    pub assigns: Value,
+}
+
+impl RequestSpec {
+    pub fn taint_refs(&self) -> Vec<&str> {
+        self.taint.iter().map(String::as_str).collect()
+    }
+}
+
+/// Lower-case, and `-`, `.`, `_` made `_` (the engine's folding, for ASCII
+/// names).
+pub fn fold(name: &str) -> String {
+    name.chars()
+        .map(|c| match c {
+            '-' | '.' | '_' => '_',
+            c => c.to_ascii_lowercase(),
+        })
+        .collect()
+}
+
+fn args_for(server: &Server, tool: &str, rng: &mut Rng) -> Value {
+    let root = format!("/srv/{}", server.id);
+    match tool {
+        "push" | "push_tags" => json!({ "force": rng.chance(40), "remote": "origin" }),
+        t if t.starts_with("merge_") => {
+            json!({ "branch": rng.pick(&["dev", "staging", "main"]), "squash": true })
+        }
+        "run_workflow" => json!({
+            "ref": rng.pick(&["refs/heads/release-1.2", "refs/heads/main", "refs/tags/v1"]),
+            "workflow": "ci.yml",
+        }),
+        "read_file" | "write_file" | "move_file" | "list_directory" | "share_file" => {
+            let path = match rng.below(6) {
+                0 => format!("{root}/notes/todo.md"),
+                1 => format!("{root}/a/../b/./c.txt"),
+                2 => format!("{root}/../../etc/passwd"),
+                3 => format!("{root}ed/x.txt"),
+                4 => "/etc/shadow".to_string(),
+                _ => format!("{root}/"),
+            };
+            json!({ "path": path, "content": "hello" })
+        }
+        "query" => json!({
+            "sql": "select * from t",
+            "limit": *rng.pick(&[10, 500, 5_000, 50_000]),
+            "mode": rng.pick(&["read", "explain", "write"]),
+            "table": rng.pick(&["users", "tmp_import", "orders"]),
+        }),
+        "post_message" | "send_dm" | "send_email" => json!({
+            "channel": rng.pick(&["general", "eng", "random"]),
+            "text": "build is green",
+        }),
+        "close_ticket" | "assign_ticket" => {
+            json!({ "id": rng.pick(&["T-1042", "BUG-7"]), "note": "done" })
+        }
+        "create_ticket" => json!({ "title": "flaky test", "priority": rng.below(5) }),
+        "deploy" | "scale_cluster" => json!({ "replicas": *rng.pick(&[2, 8, 40]) }),
+        _ => json!({ "id": rng.below(1000), "query": "status:open" }),
+    }
+}
+
+fn annotations_for(rng: &mut Rng) -> Value {
+    match rng.below(4) {
+        0 => json!({}),
+        1 => json!({ "readOnlyHint": true, "openWorldHint": false }),
+        2 => json!({ "readOnlyHint": false, "destructiveHint": false }),
+        _ => json!({ "readOnlyHint": true, "destructiveHint": false, "openWorldHint": true }),
+    }
+}
+
+/// A tool name as a client might send it: usually as listed, sometimes in
+/// another case or punctuation (which deny and ask rules still catch).
+fn spell(tool: &str, rng: &mut Rng) -> String {
+    match rng.below(10) {
+        0 => tool.replace('_', "-"),
+        1 => tool.to_uppercase(),
+        2 => {
+            let mut c = tool.chars();
+            match c.next() {
+                Some(f) => f.to_uppercase().chain(c).collect(),
+                None => String::new(),
+            }
+        }
+        _ => tool.to_string(),
+    }
+}
+
+/// Candidate requests over the policy's servers, spread evenly, for the
+/// benches to sort by outcome. Some name tools no rule knows, some name
+/// servers the policy has never heard of.
+pub fn candidates(policy: &PolicySpec, count: usize, seed: u64) -> Vec<RequestSpec> {
+    let mut rng = Rng::new(seed ^ 0x0072_6571_7565_7374);
+    let mut out = Vec::with_capacity(count);
+    for _ in 0..count {
+        let server = rng.pick(&policy.servers).clone();
+        let tool = match rng.below(12) {
+            0 => format!("frobnicate_{}", rng.pick(&NOUNS)),
+            1 => rng
+                .pick(&["status", "ping", "exec_shell", "purge_cache", "share_link"])
+                .to_string(),
+            _ => rng.pick(&server.tools).clone(),
+        };
+        let server_id = if rng.below(25) == 0 {
+            format!("unknown-{}", rng.below(100))
+        } else {
+            server.id.clone()
+        };
+        let args = args_for(&server, &tool, &mut rng);
+        let taint = match rng.below(10) {
+            0..=5 => vec![],
+            6 => vec![server_id.clone()],
+            7 => vec![s("docs")],
+            8 => vec![s("jira"), s("docs")],
+            _ => vec![policy.servers[rng.below(policy.servers.len())].id.clone()],
+        };
+        out.push(RequestSpec {
+            server: server_id,
+            tool: spell(&tool, &mut rng),
+            args,
+            annotations: annotations_for(&mut rng),
+            taint,
+            principal: rng.pick(&["dana", "omar", "eve"]).to_string(),
+            assigns: json!({ "role": rng.pick(&["ops", "dev"]), "team": "platform" }),
+        });
+    }
+    out
+}
+
+/// Request kinds, by the source that decides them.
+pub const KINDS: [&str; 4] = ["deny", "ask", "allow", "default"];
+
+/// Picks `per_kind` requests of each kind from `candidates`, given each
+/// candidate's kind (an index into [`KINDS`], as the engine decided it).
+/// Returns (kind, request) in a deterministic interleaved order.
+pub fn mix(
+    candidates: Vec<RequestSpec>,
+    kinds: &[usize],
+    per_kind: usize,
+) -> Vec<(usize, RequestSpec)> {
+    let mut buckets: [Vec<RequestSpec>; 4] = Default::default();
+    for (request, &kind) in candidates.into_iter().zip(kinds) {
+        if let Some(bucket) = buckets.get_mut(kind) {
+            if bucket.len() < per_kind {
+                bucket.push(request);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for i in 0..per_kind {
+        for (kind, bucket) in buckets.iter().enumerate() {
+            if let Some(r) = bucket.get(i) {
+                out.push((kind, r.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// Lexical canonical form of an absolute path (the contract's rules, for
+/// the ASCII absolute paths the generator makes): `None` when it fails.
+pub fn canonical(path: &str) -> Option<String> {
+    if path.contains('\0') || path.contains('\\') || !path.starts_with('/') {
+        return None;
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for seg in path.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            s => parts.push(s),
+        }
+    }
+    Some(format!("/{}", parts.join("/")))
+}
+
+/// A borrowed mcppol request over an owned one (`taint` from
+/// [`RequestSpec::taint_refs`]). Building it allocates nothing.
+pub fn mcppol_request<'a>(r: &'a RequestSpec, taint: &'a [&'a str]) -> mcppol::Request<'a> {
+    mcppol::Request::tool(&r.server, &r.tool)
+        .with_args(&r.args)
+        .with_annotations(&r.annotations)
+        .with_taint(taint)
+        .with_principal(&r.principal)
+        .with_assigns(&r.assigns)
+}
+
+/// The kind of a decision: an index into [`KINDS`] (4 for any other source).
+pub fn kind_of(decision: &mcppol::Decision) -> usize {
+    match decision.source {
+        mcppol::Source::Deny => 0,
+        mcppol::Source::Ask => 1,
+        mcppol::Source::Allow => 2,
+        mcppol::Source::Default => 3,
+        _ => 4,
+    }
+}
+
+/// A generated policy, its text, and a request mix with [`PER_KIND`]
+/// requests of each kind.
+pub struct Workload {
+    pub size: usize,
+    pub spec: PolicySpec,
+    pub text: String,
+    /// (kind, request), kinds interleaved.
+    pub requests: Vec<(usize, RequestSpec)>,
+}
+
+impl Workload {
+    /// Generates the workload of `size` rules; the request mix is sorted by
+    /// what mcppol decides (the comparison then checks the other engines
+    /// agree).
+    pub fn new(size: usize) -> Result<Workload, String> {
+        let spec = policy(size);
+        let text = spec.mcppol();
+        let set =
+            mcppol::PolicySet::from_text("generated.mcppol", &text).map_err(|e| e.render(false))?;
+        let policy = set
+            .get(&spec.name)
+            .ok_or_else(|| format!("no policy {}", spec.name))?;
+        let candidates = candidates(&spec, 4_000, size as u64);
+        let kinds: Vec<usize> = candidates
+            .iter()
+            .map(|r| {
+                let taint = r.taint_refs();
+                kind_of(&policy.decide(&mcppol_request(r, &taint)))
+            })
+            .collect();
+        let requests = mix(candidates, &kinds, PER_KIND);
+        for (kind, name) in KINDS.iter().enumerate() {
+            let n = requests.iter().filter(|(k, _)| *k == kind).count();
+            if n < PER_KIND {
+                return Err(format!(
+                    "{size} rules: only {n} `{name}` requests in the mix"
+                ));
+            }
+        }
+        Ok(Workload {
+            size,
+            spec,
+            text,
+            requests,
+        })
+    }
+}
