@@ -182,3 +182,124 @@ fn test_file_errors_name_the_line() {
         "{err}"
     );
 }
+
+const FS_TOOLS: &str = "tests/fixtures/tools/server-filesystem.tools.json";
+
+#[test]
+fn table_shows_every_listed_tool_with_and_without_an_approver() {
+    let (code, out, err) = run(&[
+        "table",
+        "--policy",
+        "policies/filesystem.mcppol",
+        "--tools",
+        FS_TOOLS,
+        "--server",
+        "fs",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("fs/")).count(),
+        14,
+        "{out}"
+    );
+    assert!(out.contains("fs/write_file"), "{out}");
+    let write = out
+        .lines()
+        .find(|l| l.starts_with("fs/write_file "))
+        .unwrap();
+    assert!(
+        write.contains("ask   changes") && write.contains("deny  changes"),
+        "{write}"
+    );
+    assert!(write.trim_end().ends_with("args"), "{write}");
+
+    let (_, out, _) = run(&[
+        "table",
+        "--policy",
+        "policies/filesystem.mcppol",
+        "--tools",
+        &format!("fs={FS_TOOLS}"),
+        "--format",
+        "json",
+    ]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let tools = v["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 14);
+    let list = tools
+        .iter()
+        .find(|t| t["tool"] == "list_allowed_directories")
+        .unwrap();
+    assert_eq!(list["with_approver"]["decision"], "allow");
+    assert_eq!(list["without_approver"]["rule_id"], "allow:2");
+    assert_eq!(list["depends_on"], serde_json::json!(["args"]));
+}
+
+#[test]
+fn table_needs_a_server_for_a_bare_listing() {
+    let (code, out, err) = run(&[
+        "table",
+        "--policy",
+        "policies/filesystem.mcppol",
+        "--tools",
+        FS_TOOLS,
+    ]);
+    assert_eq!(code, 2);
+    assert!(out.is_empty());
+    assert!(err.contains("names no server"), "{err}");
+}
+
+#[test]
+fn lock_writes_and_checks_fingerprints() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, lock, _) = run(&["lock", "--tools", FS_TOOLS, "--server", "fs"]);
+    assert_eq!(code, 0);
+    let parsed = mcppol::Lock::parse(&lock).unwrap();
+    assert_eq!(parsed.tools.len(), 14);
+    let lock_path = dir.path().join("mcppol.lock");
+    std::fs::write(&lock_path, &lock).unwrap();
+
+    let (code, out, _) = run(&[
+        "lock",
+        "--check",
+        "--lock",
+        lock_path.to_str().unwrap(),
+        "--tools",
+        FS_TOOLS,
+        "--server",
+        "fs",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("0 changed, 0 appeared, 0 vanished, 14 unchanged"),
+        "{out}"
+    );
+
+    let mut listing: Value =
+        serde_json::from_str(&std::fs::read_to_string(FS_TOOLS).unwrap()).unwrap();
+    let tools = match listing.get_mut("tools") {
+        Some(t) => t.as_array_mut().unwrap(),
+        None => listing.as_array_mut().unwrap(),
+    };
+    let desc = tools[0]["description"].as_str().unwrap().to_string();
+    tools[0]["description"] = Value::from(desc + " ");
+    let gone = tools.remove(1)["name"].as_str().unwrap().to_string();
+    tools.push(serde_json::json!({"name": "exfiltrate"}));
+    let first = tools[0]["name"].as_str().unwrap().to_string();
+    let changed = dir.path().join("changed.json");
+    std::fs::write(&changed, serde_json::json!({"fs": listing}).to_string()).unwrap();
+    let (code, out, _) = run(&[
+        "lock",
+        "--check",
+        "--lock",
+        lock_path.to_str().unwrap(),
+        "--tools",
+        changed.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 1);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["changed"], serde_json::json!([format!("fs/{first}")]));
+    assert_eq!(v["appeared"], serde_json::json!(["fs/exfiltrate"]));
+    assert_eq!(v["vanished"], serde_json::json!([format!("fs/{gone}")]));
+}

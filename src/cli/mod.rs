@@ -7,7 +7,10 @@ mod eval;
 mod explain;
 mod fingerprint;
 mod inputs;
+mod listing;
+mod lock;
 mod request_args;
+mod table;
 mod test;
 mod watch;
 
@@ -45,6 +48,12 @@ enum Command {
     /// Run policy test files (`*.mcppoltest`): each case a request and the
     /// decision it must get.
     Test(test::TestArgs),
+    /// The effective decision for every listed tool, with and without an
+    /// approver: the table a security review signs off.
+    Table(table::TableArgs),
+    /// Write the lock file of approved fingerprints from a `tools/list`
+    /// listing, or with --check say what changed since.
+    Lock(lock::LockArgs),
 }
 
 /// Runs the command line and returns the exit status.
@@ -66,6 +75,8 @@ pub fn main() -> ExitCode {
         Command::Fingerprint(args) => fingerprint::run(args),
         Command::Explain(args) => explain::run(*args),
         Command::Test(args) => test::run(args),
+        Command::Table(args) => table::run(args),
+        Command::Lock(args) => lock::run(args),
     };
     ExitCode::from(status)
 }
