@@ -264,6 +264,11 @@ impl Store {
     }
 }
 
+/// The examples of `docs/runtime.md`, compiled as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/runtime.md")]
+pub struct RuntimeGuide;
+
 fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
