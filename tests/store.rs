@@ -521,7 +521,9 @@ fn updates_by_name_and_by_file_are_checked_and_swapped() {
     assert!(store.status().file(&path).unwrap().last_error.is_some());
 
     // By name: the text must define that policy, and only it.
-    let err = store.update("p", "policy other { }").unwrap_err();
+    let err = store
+        .update("p", "policy p { }\npolicy other { }")
+        .unwrap_err();
     assert!(err.to_string().contains("another policy"), "{err}");
     let err = store.update("p", "").unwrap_err();
     assert!(

@@ -395,6 +395,15 @@ impl Shared {
 /// The one policy an update by name must define.
 fn only_policy(set: &PolicySet, name: &str, origin: &str) -> Result<Arc<Policy>, LoadError> {
     let source = &set.source;
+    let Some(policy) = set.get(name) else {
+        return Err(LoadError::new(vec![Diagnostic::error(
+            source,
+            "mcppol::store::missing_policy",
+            Span::default(),
+            format!("`{origin}` does not define policy `{name}`"),
+        )
+        .with_help(format!("the text must hold `policy {name} {{ ... }}`"))]));
+    };
     if let Some(other) = set.iter().find(|p| p.name != name) {
         return Err(LoadError::new(vec![Diagnostic::error(
             source,
@@ -410,15 +419,7 @@ fn only_policy(set: &PolicySet, name: &str, origin: &str) -> Result<Arc<Policy>,
             "update one policy at a time, or update the whole file it lives in",
         )]));
     }
-    set.get(name).cloned().ok_or_else(|| {
-        LoadError::new(vec![Diagnostic::error(
-            source,
-            "mcppol::store::missing_policy",
-            Span::default(),
-            format!("`{origin}` does not define policy `{name}`"),
-        )
-        .with_help(format!("the text must hold `policy {name} {{ ... }}`"))])
-    })
+    Ok(Arc::clone(policy))
 }
 
 fn is_clash(e: &LoadError) -> bool {
@@ -655,5 +656,49 @@ impl State {
     /// Forgets removed files that no longer provide any policy.
     fn prune(&mut self) {
         self.files.retain(|_, f| !(f.removed && f.owned.is_empty()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digests_are_sha256_hex() {
+        assert_eq!(
+            digest(""),
+            "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+    }
+
+    #[test]
+    fn folders_skip_hidden_entries_and_other_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("a/..data")).unwrap();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        for file in [
+            "z.mcppol",
+            "a/b.mcppol",
+            "a/..data/b.mcppol",
+            ".git/c.mcppol",
+            ".d.mcppol",
+            "e.txt",
+        ] {
+            std::fs::write(root.join(file), "").unwrap();
+        }
+        let mut found = Vec::new();
+        walk(root, &mut found).unwrap();
+        assert_eq!(found, [root.join("a/b.mcppol"), root.join("z.mcppol")]);
+    }
+
+    #[test]
+    fn an_update_by_name_must_define_that_policy_only() {
+        let set = PolicySet::from_text("t", "policy a { }\npolicy b { }").unwrap();
+        assert!(only_policy(&set, "a", "t").is_err());
+        let set = PolicySet::from_text("t", "policy a { }").unwrap();
+        assert!(only_policy(&set, "a", "t").is_ok());
+        let err = only_policy(&set, "b", "t").unwrap_err();
+        assert_eq!(err.diagnostics[0].code, "mcppol::store::missing_policy");
     }
 }
