@@ -7,7 +7,7 @@
 //! `mcppol check --format json` prints.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use miette::{
     GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteError, MietteSpanContents,
@@ -21,6 +21,9 @@ use crate::syntax::Span;
 pub struct SourceFile {
     pub name: String,
     pub text: String,
+    /// Byte offsets where lines start, built on first use, so that placing
+    /// many diagnostics in a large file does not rescan it each time.
+    line_starts: OnceLock<Vec<usize>>,
 }
 
 impl SourceFile {
@@ -28,16 +31,22 @@ impl SourceFile {
         Arc::new(SourceFile {
             name: name.into(),
             text: text.into(),
+            line_starts: OnceLock::new(),
         })
     }
 
     /// 1-based line and column (in characters) of a byte offset.
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
         let offset = floor_char_boundary(&self.text, offset.min(self.text.len()));
-        let before = &self.text[..offset];
-        let line = before.bytes().filter(|b| *b == b'\n').count() + 1;
-        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-        let column = before[line_start..].chars().count() + 1;
+        let starts = self.line_starts.get_or_init(|| {
+            std::iter::once(0)
+                .chain(self.text.match_indices('\n').map(|(i, _)| i + 1))
+                .collect()
+        });
+        // The last line start at or before the offset.
+        let line = starts.partition_point(|s| *s <= offset).max(1);
+        let line_start = starts.get(line - 1).copied().unwrap_or(0);
+        let column = self.text[line_start..offset].chars().count() + 1;
         (line, column)
     }
 }
