@@ -1,6 +1,7 @@
 //! `duplicate_rule`: a rule that repeats an earlier one: same effect, same
 //! kind, the same targets (in any order) and the same condition text.
 
+use std::collections::hash_map::{Entry, HashMap};
 use std::collections::BTreeSet;
 
 use super::patterns::target_key;
@@ -8,11 +9,14 @@ use super::shadowed::head_span;
 use super::{Ctx, RuleView, DUPLICATE_RULE};
 
 pub(super) fn check(cx: &mut Ctx<'_>) {
-    let keys: Vec<_> = cx.rules.iter().map(|r| key(cx, r)).collect();
+    let mut first_of: HashMap<Key, usize> = HashMap::new();
     let mut found = Vec::new();
-    for (i, k) in keys.iter().enumerate() {
-        if let Some(first) = keys[..i].iter().position(|earlier| earlier == k) {
-            found.push((i, first));
+    for (i, rule) in cx.rules.iter().enumerate() {
+        match first_of.entry(key(cx, rule)) {
+            Entry::Occupied(first) => found.push((i, *first.get())),
+            Entry::Vacant(slot) => {
+                slot.insert(i);
+            }
         }
     }
     for (i, first) in found {

@@ -26,6 +26,7 @@ mod tainted;
 mod trust_all;
 mod unknown_tool;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::diagnostics::{Diagnostic, SourceFile};
@@ -158,14 +159,12 @@ impl<'a> Ctx<'a> {
         policy: &'a Policy,
         tools: Option<&'a Listing>,
     ) -> Self {
+        let by_span: HashMap<Span, &Rule> = policy.all_rules().map(|r| (r.span, r)).collect();
         let rules = ast
             .items
             .iter()
             .filter_map(|item| match item {
-                Item::Rule(rule) => policy
-                    .all_rules()
-                    .find(|r| r.span == rule.span)
-                    .map(|ir| RuleView { ast: rule, ir }),
+                Item::Rule(rule) => by_span.get(&rule.span).map(|ir| RuleView { ast: rule, ir }),
                 _ => None,
             })
             .collect();

@@ -47,21 +47,45 @@ pub(crate) fn glob_covers(outer: &Glob, inner: &Glob) -> bool {
     }
 }
 
+/// A target as a loose list would see the names it matches: its segments
+/// folded (a target of a deny or ask rule already is).
+pub(crate) struct FoldedTarget {
+    pub server: Glob,
+    name: FoldedName,
+}
+
+enum FoldedName {
+    Glob(Glob),
+    /// A regex, with its source.
+    Regex(String),
+}
+
+impl FoldedTarget {
+    /// `loose` when `target` belongs to a deny or ask rule (already folded).
+    pub(crate) fn new(target: &Target, loose: bool) -> Self {
+        let folded = |g: &Glob| if loose { g.clone() } else { fold_glob(g) };
+        FoldedTarget {
+            server: folded(&target.matcher.server),
+            name: match &target.matcher.name {
+                NameMatcher::Glob(g) => FoldedName::Glob(folded(g)),
+                NameMatcher::Regex(re) => FoldedName::Regex(re.as_str().to_string()),
+            },
+        }
+    }
+}
+
 /// Whether the loose target `outer` (of a deny or ask rule, already folded)
-/// matches every name that `inner` matches. `inner_loose` says whether
-/// `inner` is itself folded (an ask rule) or exact (an allow rule).
-pub(crate) fn target_covers(outer: &Target, inner: &Target, inner_loose: bool) -> bool {
-    let folded = |g: &Glob| if inner_loose { g.clone() } else { fold_glob(g) };
-    if !glob_covers(&outer.matcher.server, &folded(&inner.matcher.server)) {
+/// matches every name that `inner` matches.
+pub(crate) fn target_covers(outer: &Target, inner: &FoldedTarget) -> bool {
+    if !glob_covers(&outer.matcher.server, &inner.server) {
         return false;
     }
-    match (&outer.matcher.name, &inner.matcher.name) {
-        (NameMatcher::Glob(o), NameMatcher::Glob(i)) => glob_covers(o, &folded(i)),
-        (NameMatcher::Glob(Glob::Any), NameMatcher::Regex(_)) => true,
-        (NameMatcher::Regex(re), NameMatcher::Glob(Glob::Literal(l))) => {
-            re.is_match(l) || re.is_match(&fold(l))
-        }
-        (NameMatcher::Regex(o), NameMatcher::Regex(i)) => o.as_str() == i.as_str(),
+    match (&outer.matcher.name, &inner.name) {
+        (NameMatcher::Glob(o), FoldedName::Glob(i)) => glob_covers(o, i),
+        (NameMatcher::Glob(Glob::Any), FoldedName::Regex(_)) => true,
+        // A folded literal: the regex is tried on the folded name too.
+        (NameMatcher::Regex(re), FoldedName::Glob(Glob::Literal(l))) => re.is_match(l),
+        (NameMatcher::Regex(o), FoldedName::Regex(i)) => o.as_str() == i,
         _ => false,
     }
 }

@@ -7,13 +7,32 @@
 //! when its condition is false the weaker rule still decides. The weaker
 //! rule's own condition does not matter: it only narrows it further.
 
-use super::patterns::{target_covers, target_key};
+use std::collections::HashMap;
+
+use super::patterns::{target_covers, target_key, FoldedTarget};
 use super::{Ctx, RuleView, SHADOWED_ALLOW, SHADOWED_ASK};
+use crate::policy::glob::Glob;
 use crate::policy::names::fold;
-use crate::policy::Target;
-use crate::syntax::{Effect, Span};
+use crate::policy::{IndexedTarget, NameMatcher, Target};
+use crate::syntax::{Effect, Item, Span, TargetAst, TargetKind};
 
 pub(super) fn check(cx: &mut Ctx<'_>) {
+    // The rules that can shadow: unconditional deny and ask rules. Targets
+    // with a literal server are filed by it, so a policy of many servers
+    // does not compare every rule with every other.
+    let mut by_server: HashMap<&str, Vec<(usize, &Target)>> = HashMap::new();
+    let mut any_server: Vec<(usize, &Target)> = Vec::new();
+    for (j, outer) in cx.rules.iter().enumerate() {
+        if outer.ir.effect == Effect::Allow || outer.ir.condition.is_some() {
+            continue;
+        }
+        for target in &outer.ir.targets {
+            match &target.matcher.server {
+                Glob::Literal(s) => by_server.entry(s).or_default().push((j, target)),
+                _ => any_server.push((j, target)),
+            }
+        }
+    }
     let mut found = Vec::new();
     for (i, rule) in cx.rules.iter().enumerate() {
         let (lint, stronger): (_, &[Effect]) = match rule.ir.effect {
@@ -27,21 +46,24 @@ pub(super) fn check(cx: &mut Ctx<'_>) {
             .targets
             .iter()
             .map(|inner| {
-                cx.rules.iter().enumerate().find_map(|(j, outer)| {
-                    let usable = j != i
-                        && stronger.contains(&outer.ir.effect)
-                        && outer.ir.kind == rule.ir.kind
-                        && outer.ir.condition.is_none();
-                    if !usable {
-                        return None;
-                    }
-                    outer
-                        .ir
-                        .targets
-                        .iter()
-                        .find(|o| target_covers(o, inner, loose))
-                        .map(|o| (j, o))
-                })
+                let inner = FoldedTarget::new(inner, loose);
+                let literal = match &inner.server {
+                    Glob::Literal(s) => by_server.get(&**s).map(Vec::as_slice),
+                    _ => None,
+                };
+                literal
+                    .unwrap_or_default()
+                    .iter()
+                    .chain(&any_server)
+                    .filter(|(j, o)| {
+                        let outer = &cx.rules[*j].ir;
+                        *j != i
+                            && stronger.contains(&outer.effect)
+                            && outer.kind == rule.ir.kind
+                            && target_covers(o, &inner)
+                    })
+                    .min_by_key(|(j, _)| *j)
+                    .copied()
             })
             .collect();
         if covers.iter().all(Option::is_some) && !covers.is_empty() {
@@ -54,6 +76,8 @@ pub(super) fn check(cx: &mut Ctx<'_>) {
             }
         }
     }
+    let reported: Vec<usize> = found.iter().map(|f| f.1).collect();
+    hidden(cx, &reported);
     for (lint, i, target, covers) in found {
         let rule = &cx.rules[i];
         let by: Vec<(usize, &Target)> = covers.iter().flatten().copied().collect();
@@ -123,6 +147,86 @@ pub(super) fn check(cx: &mut Ctx<'_>) {
             .with_help(help);
         cx.emit(lint, diagnostic);
     }
+}
+
+/// Allow and ask rules on tools that the `tools {}` block's `exclude`
+/// hides: a hidden tool is denied (`source: visibility`) before any rule
+/// is tried. Rules already reported as shadowed are left alone.
+fn hidden(cx: &mut Ctx<'_>, reported: &[usize]) {
+    let mut excludes: Vec<Target> = Vec::new();
+    for item in &cx.ast.items {
+        let Item::Tools(block) = item else { continue };
+        for entry in block.entries.iter().filter(|e| !e.include) {
+            excludes.extend(entry.targets.iter().filter_map(|t| loose_target(cx, t)));
+        }
+    }
+    if excludes.is_empty() {
+        return;
+    }
+    let mut found = Vec::new();
+    for (i, rule) in cx.rules.iter().enumerate() {
+        let lint = match rule.ir.effect {
+            Effect::Allow => &SHADOWED_ALLOW,
+            Effect::Ask => &SHADOWED_ASK,
+            Effect::Deny => continue,
+        };
+        if rule.ir.kind != TargetKind::Tool || reported.contains(&i) {
+            continue;
+        }
+        let loose = rule.ir.effect != Effect::Allow;
+        let by: Vec<Option<&Target>> = rule
+            .ir
+            .targets
+            .iter()
+            .map(|t| {
+                let inner = FoldedTarget::new(t, loose);
+                excludes.iter().find(|e| target_covers(e, &inner))
+            })
+            .collect();
+        if by.is_empty() || by.iter().any(Option::is_none) {
+            continue;
+        }
+        let mut texts: Vec<&str> = by.iter().flatten().map(|e| e.text.as_str()).collect();
+        texts.dedup();
+        found.push((
+            lint,
+            head_span(rule),
+            rule.ir.effect.as_str(),
+            texts.join(", "),
+        ));
+    }
+    for (lint, span, effect, texts) in found {
+        let diagnostic = cx
+            .warning(
+                lint,
+                span,
+                format!("this {effect} rule can never decide: `exclude {texts}` hides every tool it names"),
+            )
+            .with_label("only hidden tools")
+            .with_help("a tool the `tools {}` block hides is denied before any rule is tried (exclude matches loosely); remove the rule, or narrow the exclude");
+        cx.emit(lint, diagnostic);
+    }
+}
+
+/// A target of the `tools {}` block as an exclude (loose) matches it.
+fn loose_target(cx: &Ctx<'_>, ast: &TargetAst) -> Option<Target> {
+    let (server, name) = match ast {
+        TargetAst::Any(_) => (Glob::Any, NameMatcher::Glob(Glob::Any)),
+        TargetAst::Pattern(p) => match p.node.split_once('/') {
+            Some((s, n)) => (Glob::new(&fold(s)), NameMatcher::Glob(Glob::new(&fold(n)))),
+            None => (Glob::Any, NameMatcher::Glob(Glob::new(&fold(&p.node)))),
+        },
+        TargetAst::Regex { server, regex, .. } => (
+            Glob::new(&fold(&server.node)),
+            NameMatcher::Regex(regex::Regex::new(&regex.node).ok()?),
+        ),
+    };
+    Some(Target {
+        text: cx.text(ast.span()).to_string(),
+        span: ast.span(),
+        exact: false,
+        matcher: IndexedTarget { server, name },
+    })
 }
 
 /// `deny rule \`no_delete\` (line 12)`.
