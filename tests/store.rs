@@ -619,3 +619,51 @@ fn check_watch_checks_again_on_every_save() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_text_that_does_not_load_is_logged_as_an_error_with_its_diagnostic() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, store) = open_one(dir.path(), &version(1));
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::WARN)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    tracing::subscriber::with_default(subscriber, || {
+        std::fs::write(&path, invalid(3, 2)).unwrap();
+        assert_eq!(store.reload().failed, 1);
+        // The same bad text read again is not logged again.
+        store.reload();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(store.reload().removed, 1);
+    });
+    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert_eq!(log.matches("ERROR").count(), 1, "{log}");
+    assert!(
+        log.contains("policy file did not load; the last good version stays in force"),
+        "{log}"
+    );
+    assert!(log.contains(&format!("{}:2:3", path.display())), "{log}");
+    assert!(log.contains("unknown setting `defualt`"), "{log}");
+    assert!(log.contains("did you mean `default`?"), "{log}");
+    assert!(
+        log.contains("WARN") && log.contains("policy file removed"),
+        "{log}"
+    );
+    assert_eq!(answering_version(&store), Some(1));
+}

@@ -186,6 +186,7 @@ impl Shared {
                         ));
                     } else if found.is_empty() {
                         tracing::warn!(
+                            target: "mcppol::store",
                             folder = %dir.display(),
                             "no `*.mcppol` file in the policy folder yet"
                         );
@@ -306,6 +307,7 @@ impl Shared {
                     at: SystemTime::now(),
                 };
                 tracing::error!(
+                    target: "mcppol::store",
                     policy = name,
                     digest = %digest,
                     "policy update did not load; the last good version stays in force\n{}",
@@ -342,7 +344,13 @@ impl Shared {
             policies,
         }));
         state.update_errors.remove(name);
-        tracing::info!(policy = name, generation, digest = %digest, "policy updated");
+        tracing::info!(
+            target: "mcppol::store",
+            policy = name,
+            generation,
+            digest = %digest,
+            "policy updated"
+        );
         Ok(generation)
     }
 
@@ -444,7 +452,11 @@ impl State {
                 Root::File(path) => out.push(path.clone()),
                 Root::Dir(dir) => {
                     if let Err(e) = walk(dir, &mut out) {
-                        tracing::warn!(folder = %dir.display(), "cannot read the policy folder: {e}");
+                        tracing::warn!(
+                            target: "mcppol::store",
+                            folder = %dir.display(),
+                            "cannot read the policy folder: {e}"
+                        );
                     }
                 }
             }
@@ -502,6 +514,7 @@ impl State {
         }
         file.removed = true;
         tracing::warn!(
+            target: "mcppol::store",
             file = %path.display(),
             policies = ?file.owned,
             "policy file removed; its last good policies stay in force until a new version loads"
@@ -524,6 +537,7 @@ impl State {
                 None => "no version of it is in force",
             };
             tracing::error!(
+                target: "mcppol::store",
                 file = %path.display(),
                 digest = digest.as_deref().unwrap_or("-"),
                 "{what}; {in_force}\n{rendered}"
@@ -644,6 +658,7 @@ impl State {
         file.error = None;
         file.last_seen = Some(digest.to_string());
         tracing::info!(
+            target: "mcppol::store",
             file = %path.display(),
             generation,
             digest = %digest,

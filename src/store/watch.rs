@@ -82,6 +82,7 @@ pub(crate) fn start(shared: &Arc<Shared>, how: Watch) -> Result<Running, StoreEr
             }),
             Err(e) => {
                 tracing::warn!(
+                    target: "mcppol::store",
                     "file events are not available ({e}); polling the policy files every {}s",
                     FALLBACK_POLL.as_secs()
                 );
@@ -99,7 +100,10 @@ fn events(
     let handler_shared = Arc::clone(shared);
     let mut debouncer = new_debouncer(debounce, move |result: DebounceEventResult| {
         if let Err(e) = result {
-            tracing::warn!("file watcher error ({e}); reading the policy files again");
+            tracing::warn!(
+                target: "mcppol::store",
+                "file watcher error ({e}); reading the policy files again"
+            );
         }
         // Any event below a watched folder reads every file again: the
         // digest decides what changed, so renames, links swapped by
