@@ -75,6 +75,7 @@ lints! {
     PATH_NOT_STRING = "path_not_string": "a path test on an argument that is not a string";
     UNKNOWN_LINT = "unknown_lint": "`# mcppol: allow(...)` names a lint that does not exist";
     BAD_DIRECTIVE = "bad_directive": "a `# mcppol:` comment that cannot be read";
+    UNUSED_ALLOW = "unused_allow": "`# mcppol: allow(...)` names a lint that nothing there raises";
 }
 
 /// The lint of that name.
@@ -102,7 +103,7 @@ pub fn lint(
     source: &Arc<SourceFile>,
     options: &LintOptions,
 ) -> Vec<Diagnostic> {
-    let directives = silence::Directives::read(file, source);
+    let mut directives = silence::Directives::read(file, source);
     let mut out = directives.diagnostics.clone();
     for ast in &file.policies {
         let Some(policy) = policies
@@ -131,6 +132,7 @@ pub fn lint(
             }
         }
     }
+    out.extend(directives.unused(source, options.tools.is_some()));
     out.sort_by_key(|d| (d.span.start, d.code));
     out
 }

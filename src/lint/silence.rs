@@ -10,11 +10,13 @@
 //! decision (`# mcppol: allow(inexact_allow) reads of new tools may ask`).
 //! An unknown lint name is itself a warning (`unknown_lint`), and so is a
 //! `# mcppol:` comment that is not a well-formed directive
-//! (`bad_directive`); neither can be silenced.
+//! (`bad_directive`), and so is a name that silences nothing
+//! (`unused_allow`), so that silences do not outlive their reason; none of
+//! these three can be silenced.
 
 use std::sync::Arc;
 
-use super::{by_name, Lint, BAD_DIRECTIVE, LINTS, UNKNOWN_LINT};
+use super::{by_name, Lint, BAD_DIRECTIVE, LINTS, UNKNOWN_LINT, UNUSED_ALLOW};
 use crate::diagnostics::{did_you_mean, Diagnostic, SourceFile};
 use crate::syntax::{File, Item, PolicyAst, Span};
 
@@ -29,8 +31,9 @@ enum Cover {
 
 #[derive(Debug, Clone)]
 struct Directive {
-    names: Vec<&'static str>,
-    cover: Cover,
+    /// The lints it names, where, and whether it silenced one yet.
+    names: Vec<(&'static Lint, Span, bool)>,
+    cover: Option<Cover>,
 }
 
 /// The directives of one file, and the warnings about the directives
@@ -67,7 +70,7 @@ impl Directives {
             let mut known = Vec::new();
             for (name, span) in names.into_iter().zip(args) {
                 match by_name(&name) {
-                    Some(lint) => known.push(lint.name),
+                    Some(lint) => known.push((lint, span, false)),
                     None => {
                         let help = match did_you_mean(&name, LINTS.iter().map(|l| l.name)) {
                             Some(k) => format!("did you mean `{k}`?"),
@@ -86,29 +89,76 @@ impl Directives {
                     }
                 }
             }
-            if let Some(cover) = cover(file, source, comment) {
-                out.list.push(Directive {
-                    names: known,
-                    cover,
-                });
-            }
+            out.list.push(Directive {
+                names: known,
+                cover: cover(file, source, comment),
+            });
         }
         out
     }
 
-    /// Whether a warning of `lint` at `span`, in `policy`, is silenced.
-    pub fn silences(&self, lint: &Lint, policy: &PolicyAst, span: Span) -> bool {
-        self.list.iter().any(|d| {
-            d.names.contains(&lint.name)
-                && match d.cover {
-                    Cover::Policy(p) => p == policy.span,
-                    Cover::Item(item) => {
-                        item.start <= span.start && span.start < item.end.max(item.start + 1)
-                    }
+    /// Whether a warning of `lint` at `span`, in `policy`, is silenced (and
+    /// if so, the directives that silence it count as used).
+    pub fn silences(&mut self, lint: &Lint, policy: &PolicyAst, span: Span) -> bool {
+        let mut silenced = false;
+        for d in &mut self.list {
+            let covers = match d.cover {
+                Some(Cover::Policy(p)) => p == policy.span,
+                Some(Cover::Item(item)) => {
+                    item.start <= span.start && span.start < item.end.max(item.start + 1)
                 }
-        })
+                None => false,
+            };
+            if !covers {
+                continue;
+            }
+            for (named, _, used) in &mut d.names {
+                if named.name == lint.name {
+                    *used = true;
+                    silenced = true;
+                }
+            }
+        }
+        silenced
+    }
+
+    /// `unused_allow` warnings: names that silenced nothing. Tool-aware
+    /// lints only count when `tools` were given (else they never run).
+    pub fn unused(&self, source: &Arc<SourceFile>, tools: bool) -> Vec<Diagnostic> {
+        let mut out = Vec::new();
+        for d in &self.list {
+            for (lint, span, used) in &d.names {
+                if *used || (!tools && TOOL_AWARE.contains(&lint.name)) {
+                    continue;
+                }
+                let (message, help) = match d.cover {
+                    None => (
+                        format!("this `allow({})` applies to nothing", lint.name),
+                        "put it on the line before a rule, at the end of one of the rule's lines, or right after `policy NAME {` for the whole policy",
+                    ),
+                    Some(_) => (
+                        format!("`{}` is allowed here, but nothing here raises it", lint.name),
+                        "remove it, so that every silence in the file marks a warning someone decided to keep",
+                    ),
+                };
+                out.push(
+                    Diagnostic::warning(source, UNUSED_ALLOW.code, *span, message)
+                        .with_label("silences nothing")
+                        .with_help(help),
+                );
+            }
+        }
+        out
     }
 }
+
+/// The lints that need `--tools`.
+pub(crate) const TOOL_AWARE: [&str; 4] = [
+    "unknown_tool",
+    "unknown_argument",
+    "argument_type",
+    "path_not_string",
+];
 
 /// Where the directive in `comment` applies.
 fn cover(file: &File, source: &SourceFile, comment: Span) -> Option<Cover> {
