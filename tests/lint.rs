@@ -246,6 +246,11 @@ fn warnings_pass_unless_denied() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("1 warning (denied by --deny-warnings)"),
+        "{stderr}"
+    );
     // Errors stop the lints: a file that does not compile gets no warnings.
     let bad = write(
         &dir,

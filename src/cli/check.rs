@@ -165,8 +165,13 @@ pub fn run(args: CheckArgs) -> u8 {
     }
     if let Format::Human = args.format {
         let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+        let denied = if args.deny_warnings && warnings > 0 {
+            " (denied by --deny-warnings)"
+        } else {
+            ""
+        };
         eprintln!(
-            "checked {}: {}, {}",
+            "checked {}: {}, {}{denied}",
             plural(files.len(), "file"),
             plural(errors, "error"),
             plural(warnings, "warning")
