@@ -339,7 +339,7 @@ fn sarif_is_one_log_for_all_files() {
     let log: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_sarif_shape(&log);
     let results = log["runs"][0]["results"].as_array().unwrap();
-    assert_eq!(results.len(), 8);
+    assert_eq!(results.len(), 9);
     let first = &results[0];
     assert_eq!(first["ruleId"], "mcppol::lint::unknown_tool");
     assert_eq!(

@@ -10,7 +10,7 @@
 //! instead of `Delete-Repo` walks past it.
 
 use super::{Ctx, FOLDED_REGEX};
-use crate::syntax::{Effect, Span, TargetAst};
+use crate::syntax::{Effect, Item, Span, TargetAst};
 
 /// What a regex needs that folding removes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,43 +21,62 @@ pub(crate) enum Need {
 
 pub(super) fn check(cx: &mut Ctx<'_>) {
     let mut found = Vec::new();
+    // Rules' targets, and the `tools {}` block's excludes, which match
+    // loosely too.
+    let mut loose: Vec<(&'static str, &TargetAst)> = Vec::new();
     for rule in &cx.rules {
-        if rule.ir.effect == Effect::Allow {
-            continue;
+        if rule.ir.effect != Effect::Allow {
+            loose.extend(
+                rule.ast
+                    .targets
+                    .iter()
+                    .map(|t| (rule.ir.effect.as_str(), t)),
+            );
         }
-        for target in &rule.ast.targets {
-            let TargetAst::Regex { regex, .. } = target else {
-                continue;
-            };
-            let all = needs(&regex.node);
-            if let Some((at, need)) = all.first() {
-                // The regex literal starts with `/` and `\/` stands for `/`;
-                // point at the character when the offsets still line up.
-                let start = regex.span.start + 1 + at;
-                let span = if regex.node.contains('/') {
-                    regex.span
-                } else {
-                    Span::new(start, start + 1)
-                };
-                let mut chars: Vec<String> = Vec::new();
-                for (_, n) in &all {
-                    let c = match n {
-                        Need::Case(c) | Need::Punct(c) => format!("`{c}`"),
-                    };
-                    if !chars.contains(&c) {
-                        chars.push(c);
-                    }
-                }
-                found.push((rule.ir.effect, span, regex.node.clone(), *need, chars));
+    }
+    for item in &cx.ast.items {
+        if let Item::Tools(block) = item {
+            for entry in block.entries.iter().filter(|e| !e.include) {
+                loose.extend(entry.targets.iter().map(|t| ("exclude", t)));
             }
         }
     }
+    for (effect, target) in loose {
+        let TargetAst::Regex { regex, .. } = target else {
+            continue;
+        };
+        let all = needs(&regex.node);
+        if let Some((at, need)) = all.first() {
+            // The regex literal starts with `/` and `\/` stands for `/`;
+            // point at the character when the offsets still line up.
+            let start = regex.span.start + 1 + at;
+            let span = if regex.node.contains('/') {
+                regex.span
+            } else {
+                Span::new(start, start + 1)
+            };
+            let mut chars: Vec<String> = Vec::new();
+            for (_, n) in &all {
+                let c = match n {
+                    Need::Case(c) | Need::Punct(c) => format!("`{c}`"),
+                };
+                if !chars.contains(&c) {
+                    chars.push(c);
+                }
+            }
+            found.push((effect, span, regex.node.clone(), *need, chars));
+        }
+    }
     for (effect, span, source, need, chars) in found {
+        let tried = if effect == "exclude" {
+            "exclude regexes are".to_string()
+        } else {
+            format!("{effect} regexes are")
+        };
         let also = match chars.len() {
             0 | 1 => String::new(),
             _ => format!(" (it also needs {})", chars[1..].join(", ")),
         };
-        let effect = effect.as_str();
         let fix = match folded(&source) {
             Some(f) => format!("Write the regex folded: `/{f}/`"),
             None => "Write the regex folded: lower-case letters, and `_` where it wants `-` or `.`"
@@ -76,7 +95,7 @@ pub(super) fn check(cx: &mut Ctx<'_>) {
             ),
         };
         let help = format!(
-            "{effect} regexes are tried on the name as sent and on its folded form; {why}, so that spelling escapes the rule. {fix}"
+            "{tried} tried on the name as sent and on its folded form; {why}, so that spelling escapes the rule. {fix}"
         );
         let diagnostic = cx
             .warning(&FOLDED_REGEX, span, message)

@@ -65,7 +65,7 @@ lints! {
     INEXACT_ALLOW = "inexact_allow": "an allow glob, regex or bare name, which never allows a new tool";
     TAINTED_WIDENS = "tainted_widens": "`tainted` where it widens access";
     REVERSED_PATH_TEST = "reversed_path_test": "`inside` in a deny or ask rule, `escapes` in an allow rule";
-    FOLDED_REGEX = "folded_regex": "a deny or ask regex that needs case or punctuation loose matching folds away";
+    FOLDED_REGEX = "folded_regex": "a deny, ask or exclude regex that needs case or punctuation loose matching folds away";
     MATCHES_NOTHING = "matches_nothing": "a target pattern that matches no name";
     RELATIVE_ROOT = "relative_root": "a path root that is not absolute";
     TRUST_ALL_ANNOTATIONS = "trust_all_annotations": "`trusted all` together with allows that read annotations";

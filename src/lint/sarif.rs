@@ -80,9 +80,35 @@ pub fn log(diagnostics: &[Diagnostic]) -> Value {
     })
 }
 
-/// A relative URI for a path as given on the command line (`/` separators,
-/// no `./`).
+/// A URI for a path as given on the command line: relative paths stay
+/// relative (`/` separators, no `./`), absolute ones become `file://` URIs.
 fn uri(path: &str) -> String {
     let path = path.replace('\\', "/");
-    path.strip_prefix("./").unwrap_or(&path).replace(' ', "%20")
+    let path = path.strip_prefix("./").unwrap_or(&path);
+    let escaped: String = path
+        .chars()
+        .map(|c| match c {
+            ' ' => "%20".to_string(),
+            '%' => "%25".to_string(),
+            '#' => "%23".to_string(),
+            '?' => "%3F".to_string(),
+            c => c.to_string(),
+        })
+        .collect();
+    if escaped.starts_with('/') {
+        format!("file://{escaped}")
+    } else {
+        escaped
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::uri;
+
+    #[test]
+    fn uris() {
+        assert_eq!(uri("./policies/a b.mcppol"), "policies/a%20b.mcppol");
+        assert_eq!(uri("/srv/p#1.mcppol"), "file:///srv/p%231.mcppol");
+    }
 }
