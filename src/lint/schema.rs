@@ -455,3 +455,60 @@ fn emit(cx: &mut Ctx<'_>, finding: Finding) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn find(schema: Value, path: &[&str]) -> &'static str {
+        let steps: Vec<Step> = path
+            .iter()
+            .map(|p| match p.parse::<usize>() {
+                Ok(i) => Step::Index(i),
+                Err(_) => Step::Key(p.to_string()),
+            })
+            .collect();
+        match resolve(&schema, &steps) {
+            Found::Schema(_) => "found",
+            Found::Missing(..) => "missing",
+            Found::Unknown => "unknown",
+        }
+    }
+
+    #[test]
+    fn unknown_is_not_wrong() {
+        let props = json!({"type": "object", "properties": {"path": {"type": "string"}}});
+        assert_eq!(find(props.clone(), &["path"]), "found");
+        assert_eq!(find(props, &["pth"]), "missing");
+        let closed = json!({"type": "object", "additionalProperties": false});
+        assert_eq!(find(closed, &["x"]), "missing");
+        let open = json!({"type": "object", "properties": {}, "additionalProperties": true});
+        assert_eq!(find(open, &["x"]), "unknown");
+        let typed = json!({"type": "object", "additionalProperties": {"type": "number"}});
+        assert_eq!(find(typed, &["x"]), "found");
+        assert_eq!(find(json!({"type": "object"}), &["x"]), "unknown");
+        assert_eq!(find(json!(true), &["x"]), "unknown");
+        assert_eq!(
+            find(json!({"anyOf": [{"type": "object"}]}), &["x"]),
+            "unknown"
+        );
+        let patterned =
+            json!({"type": "object", "properties": {}, "patternProperties": {"^x": {}}});
+        assert_eq!(find(patterned, &["x1"]), "unknown");
+    }
+
+    #[test]
+    fn lists_are_looked_into() {
+        let edits = json!({"type": "object", "properties": {"edits": {"type": "array",
+            "items": {"type": "object", "properties": {"oldText": {"type": "string"}}}}}});
+        assert_eq!(find(edits.clone(), &["edits", "oldText"]), "found");
+        assert_eq!(find(edits.clone(), &["edits", "0", "oldText"]), "found");
+        assert_eq!(find(edits.clone(), &["edits", "old_text"]), "missing");
+        assert_eq!(find(json!({"type": "string"}), &["x"]), "missing");
+        assert_eq!(find(json!({"type": "string"}), &["0"]), "missing");
+        let paths = json!({"type": "array", "items": {"type": "string"}});
+        assert_eq!(leaf_types(&paths, true), Some(vec!["string"]));
+        assert_eq!(leaf_types(&paths, false), Some(vec!["array"]));
+    }
+}

@@ -197,11 +197,13 @@ fn item_span(item: &Item) -> Span {
     }
 }
 
+/// The lint names of a directive and where each is written.
+type Named = (Vec<String>, Vec<Span>);
+
 /// Reads `# mcppol: allow(a, b) why`: `None` when the comment is not meant
 /// for the checker, the names and their spans, or the span of what is
 /// wrong.
-#[allow(clippy::type_complexity)]
-fn parse(text: &str, comment: Span) -> Option<Result<(Vec<String>, Vec<Span>), Span>> {
+fn parse(text: &str, comment: Span) -> Option<Result<Named, Span>> {
     let body = &text[comment.start..comment.end];
     let after_hash = body.strip_prefix('#')?;
     let lead = after_hash.len() - after_hash.trim_start().len();
