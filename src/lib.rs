@@ -33,6 +33,7 @@ pub mod compile;
 pub mod diagnostics;
 pub mod eval;
 pub mod fingerprint;
+pub mod fmt;
 pub mod host;
 pub mod lint;
 pub mod paths;

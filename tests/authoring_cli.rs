@@ -303,3 +303,40 @@ fn lock_writes_and_checks_fingerprints() {
     assert_eq!(v["appeared"], serde_json::json!(["fs/exfiltrate"]));
     assert_eq!(v["vanished"], serde_json::json!([format!("fs/{gone}")]));
 }
+
+#[test]
+fn fmt_check_names_files_that_would_change_and_fmt_fixes_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.mcppol");
+    std::fs::write(&path, "policy p{deny \"a/b\" ; # why\n}\n").unwrap();
+    let (code, out, _) = run(&["fmt", "--check", path.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(
+        out.contains("would reformat") && out.contains("p.mcppol"),
+        "{out}"
+    );
+    let (code, _, err) = run(&["fmt", path.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "policy p {\n  deny \"a/b\"  # why\n}\n"
+    );
+    let (code, out, _) = run(&["fmt", "--check", "--format", "json", path.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["changed"], serde_json::json!([]));
+    let (code, _, _) = run(&["fmt", "--check", "policies/"]);
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn fmt_leaves_a_file_with_syntax_errors_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.mcppol");
+    let text = "policy p {\n  deny \"a\" \"b\"\n}\n";
+    std::fs::write(&path, text).unwrap();
+    let (code, _, err) = run(&["fmt", path.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(err.contains("syntax errors"), "{err}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+}

@@ -6,6 +6,7 @@ mod check;
 mod eval;
 mod explain;
 mod fingerprint;
+mod fmt;
 mod inputs;
 mod listing;
 mod lock;
@@ -54,6 +55,9 @@ enum Command {
     /// Write the lock file of approved fingerprints from a `tools/list`
     /// listing, or with --check say what changed since.
     Lock(lock::LockArgs),
+    /// Rewrite policy files in the one canonical layout (comments kept), or
+    /// with --check list those that are not.
+    Fmt(fmt::FmtArgs),
 }
 
 /// Runs the command line and returns the exit status.
@@ -77,6 +81,7 @@ pub fn main() -> ExitCode {
         Command::Test(args) => test::run(args),
         Command::Table(args) => table::run(args),
         Command::Lock(args) => lock::run(args),
+        Command::Fmt(args) => fmt::run(args),
     };
     ExitCode::from(status)
 }

@@ -1,0 +1,101 @@
+//! `mcppol fmt [--check] PATH...`: rewrite policy files in the canonical
+//! layout, or with `--check` name the files that would change.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use serde_json::json;
+
+use super::check::collect_files;
+use super::{color, exit, usage_error};
+use crate::diagnostics::render_all;
+use crate::fmt::{format, FmtError};
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Format {
+    Human,
+    Json,
+}
+
+#[derive(Args, Debug)]
+pub struct FmtArgs {
+    /// Policy files, and folders to search for `*.mcppol` files.
+    #[arg(required = true, value_name = "PATH")]
+    paths: Vec<PathBuf>,
+    /// Change nothing: list the files that are not formatted (exit 1 if any).
+    #[arg(long)]
+    check: bool,
+    /// `human` (one file a line) or `json` (one object).
+    #[arg(long, value_enum, default_value = "human")]
+    format: Format,
+}
+
+pub fn run(args: FmtArgs) -> u8 {
+    let files = match collect_files(&args.paths) {
+        Ok(f) => f,
+        Err(e) => return usage_error(&e, None),
+    };
+    let mut changed = Vec::new();
+    let mut failed = Vec::new();
+    for path in &files {
+        let name = path.display().to_string();
+        let text = match crate::read_policy_file(path) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("error: {e}");
+                failed.push(name);
+                continue;
+            }
+        };
+        let out = match format(&name, &text) {
+            Ok(out) => out,
+            Err(FmtError::Syntax(diagnostics)) => {
+                eprint!("{}", render_all(&diagnostics, color()));
+                eprintln!("error: `{name}` has syntax errors: not formatted");
+                failed.push(name);
+                continue;
+            }
+            Err(FmtError::Unsafe(message)) => {
+                eprintln!("error: `{name}`: {message}");
+                failed.push(name);
+                continue;
+            }
+        };
+        if out == text {
+            continue;
+        }
+        if !args.check {
+            if let Err(e) = std::fs::write(path, &out) {
+                eprintln!("error: cannot write `{name}`: {e}");
+                failed.push(name);
+                continue;
+            }
+        }
+        changed.push(name);
+    }
+    match args.format {
+        Format::Human => {
+            for name in &changed {
+                if args.check {
+                    println!("would reformat {name}");
+                } else {
+                    println!("reformatted {name}");
+                }
+            }
+        }
+        Format::Json => println!(
+            "{}",
+            json!({
+                "check": args.check,
+                "files": files.len(),
+                "changed": changed,
+                "failed": failed,
+            })
+        ),
+    }
+    if !failed.is_empty() || (args.check && !changed.is_empty()) {
+        exit::FAILED
+    } else {
+        exit::OK
+    }
+}
