@@ -68,7 +68,7 @@ lints! {
     FOLDED_REGEX = "folded_regex": "a deny, ask or exclude regex that needs case or punctuation loose matching folds away";
     MATCHES_NOTHING = "matches_nothing": "a target pattern that matches no name";
     RELATIVE_ROOT = "relative_root": "a path root that is not absolute";
-    TRUST_ALL_ANNOTATIONS = "trust_all_annotations": "`trusted all` together with allows that read annotations";
+    TRUST_ALL_ANNOTATIONS = "trust_all_annotations": "`trusted all` together with rules that decide on annotations";
     UNKNOWN_TOOL = "unknown_tool": "a target that matches no tool of a listed server";
     UNKNOWN_ARGUMENT = "unknown_argument": "an argument selector that no matched tool's inputSchema has";
     ARGUMENT_TYPE = "argument_type": "a test the argument's declared type contradicts";
