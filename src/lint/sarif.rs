@@ -25,7 +25,9 @@ pub fn log(diagnostics: &[Diagnostic]) -> Value {
             if let Some(lint) = by_code(code) {
                 rule["name"] = json!(lint.name);
                 rule["shortDescription"] = json!({ "text": lint.summary });
-                rule["helpUri"] = json!(format!("docs/checker.md#{}", lint.name));
+                rule["help"] = json!({
+                    "text": format!("see docs/checker.md, section `{}`; silence with `# mcppol: allow({})`", lint.name, lint.name)
+                });
                 rule["defaultConfiguration"] = json!({ "level": "warning" });
             }
             rule
