@@ -307,7 +307,16 @@ pub(super) fn check(cx: &mut Ctx<'_>) {
                         }
                         if let Some(types) = leaf_types(leaf, want.flatten) {
                             if !types.iter().any(|t| want.ok.contains(t)) {
-                                contradicted.push((name.clone(), types.join(" or ")));
+                                let list = want.flatten
+                                    && declared(leaf).is_some_and(|d| d.contains(&"array"));
+                                let shown = if list {
+                                    let plural: Vec<String> =
+                                        types.iter().map(|t| format!("{t}s")).collect();
+                                    format!("a list of {}", plural.join(" or "))
+                                } else {
+                                    article(&types.join(" or "))
+                                };
+                                contradicted.push((name.clone(), shown));
                             }
                         }
                     }
@@ -444,7 +453,7 @@ fn emit(cx: &mut Ctx<'_>, finding: Finding) {
                 .warning(
                     lint,
                     span,
-                    format!("{what}, but `{first}` declares `{text}` as {}", article(types)),
+                    format!("{what}, but `{first}` declares `{text}` as {types}"),
                 )
                 .with_label(if path { "not a string path" } else { "type contradicts the schema" })
                 .with_help(format!(
