@@ -340,3 +340,84 @@ fn fmt_leaves_a_file_with_syntax_errors_alone() {
     assert!(err.contains("syntax errors"), "{err}");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
 }
+
+#[test]
+fn test_cases_state_every_eval_input() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("multi.mcppol"),
+        r#"policy other { allow * }
+policy main {
+  default deny
+  scope tools, resources, prompts
+  allow budget: "search/query" when host.within_budget
+  allow admins: "ops/*" when assigns.role == "admin" and principal == "dana"
+  allow ro: "fs/read" when annotation.read_only
+  deny taint: "mail/send" when tainted
+  allow "mail/send"
+  allow prompt "docs/p"
+}
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("read.json"),
+        r#"{"name": "read", "annotations": {"readOnlyHint": true}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("lock.json"),
+        r#"{"version": 1, "tools": {}}"#,
+    )
+    .unwrap();
+    let tests = dir.path().join("cases.mcppoltest");
+    std::fs::write(
+        &tests,
+        r#"policy multi.mcppol
+name main
+
+case a host predicate's value
+  tool search/query
+  host within_budget=true
+  expect allow rule_id=budget
+case a failing host predicate never allows
+  tool search/query
+  host within_budget=error
+  expect deny source=default
+case principal and assigns
+  tool ops/restart
+  principal dana
+  assigns {"role": "admin"}
+  expect allow rule_id=admins
+case annotations believed only for a trusted server
+  tool fs/read
+  tool_def @read.json
+  expect deny source=default
+case ... which the host may say it trusts
+  tool fs/read
+  tool_def @read.json
+  trust_server
+  expect allow rule_id=ro
+case a lock file makes the tool new: an exact allow still applies
+  tool mail/send
+  lock @lock.json
+  expect allow rule_id=allow:3
+case taint
+  tool mail/send
+  taint web
+  expect deny source=deny reason=deny_rule rule_id=taint
+case a prompt
+  prompt docs/p
+  expect allow rule_id=allow:4
+case another policy of the file
+  name other
+  tool x/y
+  args {"k": null}
+  expect allow rule_id=allow:0
+"#,
+    )
+    .unwrap();
+    let (code, out, err) = run(&["test", "--coverage", tests.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("9 case(s), 9 passed, 0 failed"), "{out}");
+}
