@@ -490,6 +490,29 @@ fn folders_pick_up_new_files_and_refuse_clashing_names() {
 }
 
 #[test]
+fn a_watched_store_is_quiet_when_nothing_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, store) = open_one(dir.path(), &version(1));
+    store
+        .watch(Watch::Events {
+            debounce: Duration::from_millis(20),
+        })
+        .unwrap();
+    std::fs::write(&path, version(2)).unwrap();
+    wait_for_version(&store, 2);
+    // Reading the files after a change opens them; opening is not a change.
+    thread::sleep(Duration::from_millis(500));
+    let before = store.status().refreshes;
+    thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        store.status().refreshes,
+        before,
+        "read again with no change"
+    );
+    assert_eq!(store.status().generation, 2);
+}
+
+#[test]
 fn a_policy_in_use_is_not_changed_by_a_reload() {
     let dir = tempfile::tempdir().unwrap();
     let (path, store) = open_one(dir.path(), &version(1));
@@ -616,6 +639,12 @@ fn check_watch_checks_again_on_every_save() {
     assert!(report.contains("defualt"), "{report}");
     rename_over(&path, &version(3));
     expect("checked 1 file: 0 errors");
+    // Checking reads the files; reading is not a change: no more checks.
+    thread::sleep(Duration::from_millis(500));
+    while lines.try_recv().is_ok() {}
+    thread::sleep(Duration::from_millis(500));
+    let more: Vec<String> = lines.try_iter().collect();
+    assert!(more.is_empty(), "checked again with no change: {more:?}");
     child.kill().unwrap();
     child.wait().unwrap();
 }

@@ -6,9 +6,9 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use notify::RecursiveMode;
-use notify_debouncer_mini::{new_debouncer, DebounceEventResult};
 
 use super::{exit, usage_error};
+use crate::store::watch::debounced;
 
 /// Saves closer together than this are checked once.
 const DEBOUNCE: Duration = Duration::from_millis(150);
@@ -19,40 +19,42 @@ const DEBOUNCE: Duration = Duration::from_millis(150);
 pub fn run(paths: &[PathBuf], mut check: impl FnMut() -> u8) -> u8 {
     // Watch first, then check: a save made during the first check is not
     // missed.
-    let (events_tx, events) = mpsc::channel::<DebounceEventResult>();
-    let mut debouncer = match new_debouncer(DEBOUNCE, events_tx) {
-        Ok(d) => d,
-        Err(e) => return usage_error(&format!("cannot watch the files: {e}"), None),
-    };
     let watched: Vec<PathBuf> = paths.iter().map(|p| absolute(p)).collect();
-    for path in &watched {
-        // A file through its folder: editors that save by renaming a new
-        // file over the old one replace the file itself.
-        let (target, mode) = if path.is_dir() {
-            (path.as_path(), RecursiveMode::Recursive)
-        } else {
-            let parent = path.parent().unwrap_or_else(|| Path::new("."));
-            (parent, RecursiveMode::NonRecursive)
-        };
-        if let Err(e) = debouncer.watcher().watch(target, mode) {
+    let targets: Vec<(PathBuf, RecursiveMode)> = watched
+        .iter()
+        .map(|path| {
+            if path.is_dir() {
+                (path.clone(), RecursiveMode::Recursive)
+            } else {
+                // A file through its folder: editors that save by renaming
+                // a new file over the old one replace the file itself.
+                let parent = path.parent().unwrap_or_else(|| Path::new("."));
+                (parent.to_path_buf(), RecursiveMode::NonRecursive)
+            }
+        })
+        .collect();
+    let (batches_tx, batches) = mpsc::channel();
+    let _watcher = match debounced(&targets, DEBOUNCE, move |batch| {
+        let _ = batches_tx.send(batch);
+    }) {
+        Ok(w) => w,
+        Err(e) => {
             // A path that does not exist: the check says so.
             if check() == exit::USAGE {
                 return exit::USAGE;
             }
-            let message = format!("cannot watch `{}`: {e}", target.display());
-            return usage_error(&message, None);
+            return usage_error(&format!("cannot watch the files: {e}"), None);
         }
-    }
+    };
     let mut status = check();
     if status == exit::USAGE {
         return status;
     }
     eprintln!("watching for changes; press ctrl-c to stop");
-    for result in events {
-        let changed: Vec<PathBuf> = match result {
-            Ok(events) => events
+    for batch in batches {
+        let changed: Vec<PathBuf> = match batch {
+            Ok(paths) => paths
                 .into_iter()
-                .map(|e| e.path)
                 .filter(|p| is_policy_file(p, &watched))
                 .collect(),
             Err(e) => {

@@ -23,7 +23,7 @@
 mod error;
 mod state;
 mod status;
-mod watch;
+pub(crate) mod watch;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

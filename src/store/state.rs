@@ -83,6 +83,8 @@ pub(crate) struct State {
     files: BTreeMap<PathBuf, FileState>,
     /// The newest update by name that did not load, by policy name.
     update_errors: BTreeMap<String, LastError>,
+    /// How many times the files were read again (`refresh`).
+    refreshes: u64,
 }
 
 /// What one refresh did.
@@ -158,6 +160,7 @@ impl Shared {
                 options,
                 files: BTreeMap::new(),
                 update_errors: BTreeMap::new(),
+                refreshes: 0,
             }),
         }
     }
@@ -218,6 +221,7 @@ impl Shared {
     /// policy moved from one file to another within one change loads.
     pub fn refresh(&self) -> Reloaded {
         let mut state = lock(&self.state);
+        state.refreshes += 1;
         let on_disk: BTreeSet<PathBuf> = state.files_on_disk().into_iter().collect();
         let gone: Vec<PathBuf> = state
             .files
@@ -394,6 +398,7 @@ impl Shared {
         policies.sort_by(|a, b| a.name.cmp(&b.name));
         Status {
             generation: snapshot.generation,
+            refreshes: state.refreshes,
             files,
             policies,
         }

@@ -12,6 +12,9 @@ pub struct Status {
     /// The store's generation: how many times the policies in force have
     /// been swapped (the first load is generation 1).
     pub generation: u64,
+    /// How many times the store has read its files again since it opened
+    /// (each batch of file events, each poll tick, each `reload`).
+    pub refreshes: u64,
     /// Every file the store holds, by path.
     pub files: Vec<FileStatus>,
     /// Every policy in force, by name.
@@ -81,6 +84,7 @@ impl Status {
     pub fn to_json(&self) -> Value {
         json!({
             "generation": self.generation,
+            "refreshes": self.refreshes,
             "files": self.files.iter().map(|f| json!({
                 "path": f.path.display().to_string(),
                 "generation": f.generation,

@@ -1,14 +1,14 @@
 //! Hot reload: file events (debounced) or polling, both ending in a refresh
 //! on a background thread, never on the thread that decides.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use notify::{RecommendedWatcher, RecursiveMode};
-use notify_debouncer_mini::{new_debouncer, DebounceEventResult, Debouncer};
+use notify::event::{AccessKind, AccessMode};
+use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
 use super::state::{Root, Shared};
 use super::StoreError;
@@ -49,12 +49,8 @@ impl Default for Watch {
 
 /// A running watcher: stops when dropped.
 pub(crate) enum Running {
-    Events {
-        _debouncer: Debouncer<RecommendedWatcher>,
-    },
-    Poll {
-        _poller: Poller,
-    },
+    Events { _watcher: RecommendedWatcher },
+    Poll { _poller: Poller },
 }
 
 pub(crate) struct Poller {
@@ -77,9 +73,7 @@ const FALLBACK_POLL: Duration = Duration::from_secs(1);
 pub(crate) fn start(shared: &Arc<Shared>, how: Watch) -> Result<Running, StoreError> {
     match how {
         Watch::Events { debounce } => match events(shared, debounce) {
-            Ok(debouncer) => Ok(Running::Events {
-                _debouncer: debouncer,
-            }),
+            Ok(watcher) => Ok(Running::Events { _watcher: watcher }),
             Err(e) => {
                 tracing::warn!(
                     target: "mcppol::store",
@@ -93,37 +87,114 @@ pub(crate) fn start(shared: &Arc<Shared>, how: Watch) -> Result<Running, StoreEr
     }
 }
 
-fn events(
-    shared: &Arc<Shared>,
-    debounce: Duration,
-) -> notify::Result<Debouncer<RecommendedWatcher>> {
-    let handler_shared = Arc::clone(shared);
-    let mut debouncer = new_debouncer(debounce, move |result: DebounceEventResult| {
-        if let Err(e) = result {
+fn events(shared: &Arc<Shared>, debounce: Duration) -> notify::Result<RecommendedWatcher> {
+    let targets: Vec<(PathBuf, RecursiveMode)> = shared
+        .roots()
+        .iter()
+        .map(|root| match root {
+            Root::Dir(dir) => (dir.clone(), RecursiveMode::Recursive),
+            // The folder, not the file: an editor that saves by renaming a
+            // new file over the old one replaces the file being watched.
+            Root::File(file) => (
+                file.parent()
+                    .unwrap_or_else(|| Path::new("."))
+                    .to_path_buf(),
+                RecursiveMode::NonRecursive,
+            ),
+        })
+        .collect();
+    let shared = Arc::clone(shared);
+    debounced(&targets, debounce, move |batch| {
+        if let Err(e) = batch {
             tracing::warn!(
                 target: "mcppol::store",
                 "file watcher error ({e}); reading the policy files again"
             );
         }
-        // Any event below a watched folder reads every file again: the
+        // Any change below a watched folder reads every file again: the
         // digest decides what changed, so renames, links swapped by
         // Kubernetes and editors' temporary files need no special case.
-        handler_shared.refresh();
-    })?;
-    for root in shared.roots() {
-        match &root {
-            Root::Dir(dir) => debouncer.watcher().watch(dir, RecursiveMode::Recursive)?,
-            // The folder, not the file: an editor that saves by renaming a
-            // new file over the old one replaces the file being watched.
-            Root::File(file) => {
-                let parent = file.parent().unwrap_or_else(|| Path::new("."));
-                debouncer
-                    .watcher()
-                    .watch(parent, RecursiveMode::NonRecursive)?;
-            }
-        }
+        shared.refresh();
+    })
+}
+
+/// Whether an event may change what a file holds. Opening and reading do
+/// not: without this filter, reading the files after a change would count
+/// as a change, and the store would read them again forever.
+pub(crate) fn is_change(kind: &EventKind) -> bool {
+    match kind {
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        EventKind::Access(_) => false,
+        _ => true,
     }
-    Ok(debouncer)
+}
+
+/// Watches `targets` and calls `on_batch`, on a thread of its own, with the
+/// paths that changed once no change has come for `debounce` (and at least
+/// every ten debounces while changes keep coming). Stops when the returned
+/// watcher is dropped.
+pub(crate) fn debounced(
+    targets: &[(PathBuf, RecursiveMode)],
+    debounce: Duration,
+    mut on_batch: impl FnMut(Result<Vec<PathBuf>, notify::Error>) + Send + 'static,
+) -> notify::Result<RecommendedWatcher> {
+    let (events_tx, events) = mpsc::channel::<notify::Result<Event>>();
+    let mut watcher = notify::recommended_watcher(move |event| {
+        // Fails only once the batching thread is gone: nothing to tell.
+        let _ = events_tx.send(event);
+    })?;
+    for (path, mode) in targets {
+        watcher.watch(path, *mode)?;
+    }
+    let longest = debounce.saturating_mul(10);
+    std::thread::Builder::new()
+        .name("mcppol-watch".to_string())
+        .spawn(move || {
+            // Ends when the watcher, and with it the sender, is dropped.
+            while let Ok(first) = events.recv() {
+                let mut changed = Vec::new();
+                let mut error = None;
+                let mut take = |event: notify::Result<Event>| match event {
+                    Ok(e) if is_change(&e.kind) => {
+                        changed.extend(e.paths);
+                        true
+                    }
+                    Ok(_) => false,
+                    Err(e) => {
+                        error = Some(e);
+                        true
+                    }
+                };
+                if !take(first) {
+                    continue;
+                }
+                let start = Instant::now();
+                let mut quiet_from = start;
+                loop {
+                    let wait = (quiet_from + debounce)
+                        .min(start + longest)
+                        .saturating_duration_since(Instant::now());
+                    if wait.is_zero() {
+                        break;
+                    }
+                    match events.recv_timeout(wait) {
+                        Ok(event) => {
+                            if take(event) {
+                                quiet_from = Instant::now();
+                            }
+                        }
+                        Err(RecvTimeoutError::Timeout) => break,
+                        Err(RecvTimeoutError::Disconnected) => return,
+                    }
+                }
+                on_batch(match error {
+                    Some(e) => Err(e),
+                    None => Ok(changed),
+                });
+            }
+        })
+        .map_err(|e| notify::Error::generic(&format!("cannot start the watch thread: {e}")))?;
+    Ok(watcher)
 }
 
 fn poll(shared: &Arc<Shared>, interval: Duration) -> Result<Poller, StoreError> {
