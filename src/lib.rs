@@ -115,6 +115,13 @@ impl Policy {
     pub fn decide(&self, request: &Request<'_>) -> Decision {
         eval::decide(self, request)
     }
+
+    /// Explains one request: every rule considered, why it matched or not,
+    /// and the decision (always the one [`Policy::decide`] gives). Not for
+    /// the hot path: it walks every rule and keeps a trace.
+    pub fn explain(&self, request: &Request<'_>) -> eval::explain::Explanation {
+        eval::explain::explain(self, request)
+    }
 }
 
 /// Decides a request against an optional policy: a request naming a policy
