@@ -513,6 +513,23 @@ fn a_watched_store_is_quiet_when_nothing_changes() {
 }
 
 #[test]
+fn without_file_events_the_store_falls_back_to_polling() {
+    let dir = tempfile::tempdir().unwrap();
+    let sub = dir.path().join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let path = sub.join("p.mcppol");
+    std::fs::write(&path, version(1)).unwrap();
+    let store = Store::open([&path], LoadOptions::default()).unwrap();
+    // The folder to watch is gone: events cannot be set up.
+    std::fs::remove_dir_all(&sub).unwrap();
+    store.watch(Watch::events()).unwrap();
+    assert_eq!(answering_version(&store), Some(1));
+    std::fs::create_dir(&sub).unwrap();
+    std::fs::write(&path, version(2)).unwrap();
+    wait_for_version(&store, 2);
+}
+
+#[test]
 fn a_policy_in_use_is_not_changed_by_a_reload() {
     let dir = tempfile::tempdir().unwrap();
     let (path, store) = open_one(dir.path(), &version(1));
