@@ -42,7 +42,13 @@ fn decisions_are_traced_without_their_arguments() {
         policy.decide(&Request::tool("fs", "read").with_args(&args));
     });
     let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
-    for field in ["decision=\"deny\"", "source=\"deny\"", "reason=\"deny_rule\"", "rule_id=\"guard\"", "policy=p"] {
+    for field in [
+        "decision=\"deny\"",
+        "source=\"deny\"",
+        "reason=\"deny_rule\"",
+        "rule_id=\"guard\"",
+        "policy=p",
+    ] {
         assert!(text.contains(field), "missing {field} in {text}");
     }
     assert!(!text.contains("secret-plans"), "arguments leaked: {text}");
