@@ -135,6 +135,52 @@ pub(crate) fn normalize_literal(text: &str) -> String {
     out.replace(", ]", "]").replace(", }", "}")
 }
 
+/// Text as written with each run of blanks (and comments) made one space;
+/// strings are kept as they are.
+pub(crate) fn collapse_blanks(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut pos = 0;
+    let mut blank = false;
+    while pos < bytes.len() {
+        match bytes[pos] {
+            b'"' => {
+                let start = pos;
+                pos += 1;
+                while pos < bytes.len() && bytes[pos] != b'"' {
+                    pos += if bytes[pos] == b'\\' { 2 } else { 1 };
+                }
+                pos = (pos + 1).min(bytes.len());
+                if blank && !out.is_empty() {
+                    out.push(' ');
+                }
+                blank = false;
+                out.push_str(text.get(start..pos).unwrap_or_default());
+            }
+            b'#' => {
+                while pos < bytes.len() && bytes[pos] != b'\n' {
+                    pos += 1;
+                }
+                blank = true;
+            }
+            b if b.is_ascii_whitespace() => {
+                blank = true;
+                pos += 1;
+            }
+            _ => {
+                if blank && !out.is_empty() {
+                    out.push(' ');
+                }
+                blank = false;
+                let c = text[pos..].chars().next().unwrap_or(' ');
+                out.push(c);
+                pos += c.len_utf8();
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,6 +191,14 @@ mod tests {
         let s = scan(text);
         let found: Vec<&str> = s.comments.iter().map(|c| &text[c.start..c.end]).collect();
         assert_eq!(found, vec!["# one", "#two"]);
+    }
+
+    #[test]
+    fn blanks_collapse_outside_strings() {
+        assert_eq!(
+            collapse_blanks("args.p   insde \"a  b\" # c\n x"),
+            "args.p insde \"a  b\" x"
+        );
     }
 
     #[test]

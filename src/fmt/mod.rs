@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use crate::diagnostics::{Diagnostic, SourceFile};
 use crate::syntax::{self, Cond, Item, PolicyAst, RuleAst, Span, TargetAst, TargetKind};
-use comments::{normalize_literal, scan, Token};
+use comments::{collapse_blanks, normalize_literal, scan, Token};
 
 /// Lines longer than this are wrapped.
 pub const WIDTH: usize = 100;
@@ -202,7 +202,7 @@ impl<'a> Fmt<'a> {
             // spacing normalized.
             other => {
                 let span = Span::new(other.span().start, self.trim_end(other.span()));
-                normalize_literal(self.slice(span)).replace(": ", ":")
+                collapse_blanks(self.slice(span))
             }
         }
     }
