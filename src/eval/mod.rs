@@ -16,7 +16,9 @@ pub use request::Request;
 
 use crate::fingerprint::ToolApproval;
 use crate::policy::{
-    names::fold, target_index::in_file_order, DefaultDecision, Hits, Policy, Rule,
+    names::{fold_name, Folded},
+    target_index::in_file_order,
+    DefaultDecision, Hits, Policy, Rule,
 };
 use crate::syntax::{Effect, TargetKind};
 
@@ -24,8 +26,8 @@ use crate::syntax::{Effect, TargetKind};
 pub(crate) struct Names<'r> {
     pub server: &'r str,
     pub name: &'r str,
-    pub folded_server: std::borrow::Cow<'r, str>,
-    pub folded_name: std::borrow::Cow<'r, str>,
+    pub folded_server: Folded<'r>,
+    pub folded_name: Folded<'r>,
 }
 
 impl<'r> Names<'r> {
@@ -33,8 +35,8 @@ impl<'r> Names<'r> {
         Names {
             server: request.server,
             name: request.name,
-            folded_server: fold(request.server),
-            folded_name: fold(request.name),
+            folded_server: fold_name(request.server),
+            folded_name: fold_name(request.name),
         }
     }
 }

@@ -115,7 +115,7 @@ impl Policy {
             return true;
         };
         let mut hits = Hits::new();
-        let (fs, ft) = (names::fold(server), names::fold(tool));
+        let (fs, ft) = (names::fold_name(server), names::fold_name(tool));
         vis.exclude.collect(&fs, &ft, tool, &mut hits);
         if !hits.is_empty() {
             return false;

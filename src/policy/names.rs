@@ -2,14 +2,12 @@
 //! equal, so `Delete-Repo` and `delete_repo` fold to the same text.
 
 use std::borrow::Cow;
+use std::ops::Deref;
 
 /// Folds a tool, server or pattern name. Borrows when nothing changes (the
 /// common case: names that are already lower-case snake_case).
 pub fn fold(name: &str) -> Cow<'_, str> {
-    let already = name
-        .bytes()
-        .all(|b| b.is_ascii() && !b.is_ascii_uppercase() && b != b'-' && b != b'.');
-    if already {
+    if is_folded(name) {
         return Cow::Borrowed(name);
     }
     let mut out = String::with_capacity(name.len());
@@ -23,9 +21,90 @@ pub fn fold(name: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Whether folding leaves `name` as it is.
+fn is_folded(name: &str) -> bool {
+    name.bytes()
+        .all(|b| b.is_ascii() && !b.is_ascii_uppercase() && b != b'-' && b != b'.')
+}
+
+/// Names up to this many bytes fold on the stack.
+const INLINE: usize = 64;
+
+/// A folded request name. Deciding folds the server and tool names of
+/// every request; this keeps that free of allocation unless a name is
+/// longer than 64 bytes or not ASCII.
+#[derive(Debug, Clone)]
+pub enum Folded<'a> {
+    /// Already folded: the name itself.
+    Borrowed(&'a str),
+    /// Folded into a buffer on the stack (ASCII only).
+    Inline { buf: [u8; INLINE], len: usize },
+    /// Long or non-ASCII names.
+    Owned(String),
+}
+
+impl Folded<'_> {
+    pub fn as_str(&self) -> &str {
+        match self {
+            Folded::Borrowed(s) => s,
+            // ASCII bytes: always valid UTF-8.
+            Folded::Inline { buf, len } => std::str::from_utf8(&buf[..*len]).unwrap_or_default(),
+            Folded::Owned(s) => s,
+        }
+    }
+}
+
+impl Deref for Folded<'_> {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+/// Folds like [`fold`], without allocating for short ASCII names.
+pub fn fold_name(name: &str) -> Folded<'_> {
+    if is_folded(name) {
+        return Folded::Borrowed(name);
+    }
+    if name.is_ascii() && name.len() <= INLINE {
+        let mut buf = [0u8; INLINE];
+        for (out, b) in buf.iter_mut().zip(name.bytes()) {
+            *out = match b {
+                b'-' | b'.' | b'_' => b'_',
+                b => b.to_ascii_lowercase(),
+            };
+        }
+        return Folded::Inline {
+            buf,
+            len: name.len(),
+        };
+    }
+    Folded::Owned(fold(name).into_owned())
+}
+
 #[cfg(test)]
 mod tests {
-    use super::fold;
+    use super::{fold, fold_name, Folded};
+
+    #[test]
+    fn fold_name_agrees_with_fold() {
+        let long = "Long-Name.".repeat(10);
+        for name in [
+            "delete_repo",
+            "Delete-Repo",
+            "DELETE.REPO",
+            "ÉCRIRE",
+            "a",
+            "",
+            &long,
+        ] {
+            assert_eq!(fold_name(name).as_str(), fold(name), "{name}");
+        }
+        assert!(matches!(fold_name("get_user"), Folded::Borrowed(_)));
+        assert!(matches!(fold_name("Get-User"), Folded::Inline { .. }));
+        assert!(matches!(fold_name(&long), Folded::Owned(_)));
+    }
 
     #[test]
     fn folds_case_and_punctuation() {
