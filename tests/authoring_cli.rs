@@ -421,3 +421,19 @@ case another policy of the file
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("9 case(s), 9 passed, 0 failed"), "{out}");
 }
+
+#[test]
+fn explain_names_the_visibility_pattern() {
+    let (_, out, _) = run(&[
+        "explain",
+        "--policy",
+        "policies/github.mcppol",
+        "--tool",
+        "github/List-Secret-Alerts",
+    ]);
+    assert!(
+        out.starts_with("policies/github.mcppol:18:13: visibility: decided: `github/List-Secret-Alerts` is hidden: excluded by \"github/*secret*\""),
+        "{out}"
+    );
+    assert!(out.contains("decision: deny (source: visibility, reason: hidden, rule_id: null)"));
+}

@@ -15,6 +15,8 @@ use serde_json::{json, Value};
 use super::{eval_pred, trusts, Decision, Facts, Names, Reason, Request, Source, Tri, Verdict};
 use crate::fingerprint::ToolApproval;
 use crate::paths;
+use crate::policy::glob::Glob;
+use crate::policy::names::fold;
 use crate::policy::{
     AnnotationKey, Cond, DefaultDecision, Operand, Policy, Pred, Rule, Step as SelStep, Test,
     Trusted,
@@ -188,6 +190,9 @@ fn count_not_considered(
 
 /// Where the settings are written, for steps that no rule decides.
 struct SettingSpans {
+    /// The `tools {}` block's patterns: include (exact) or exclude (loose),
+    /// as written, with a matcher each.
+    visibility: Vec<VisPattern>,
     default: Option<Span>,
     pin_tools: Option<Span>,
     scope: Option<Span>,
@@ -197,6 +202,7 @@ struct SettingSpans {
 impl SettingSpans {
     fn of(policy: &Policy) -> Self {
         let mut spans = SettingSpans {
+            visibility: Vec::new(),
             default: None,
             pin_tools: None,
             scope: None,
@@ -211,6 +217,19 @@ impl SettingSpans {
             return spans;
         };
         for item in &ast.items {
+            if let Item::Tools(block) = item {
+                if spans.visibility.is_empty() {
+                    for entry in &block.entries {
+                        for target in &entry.targets {
+                            if let Some(p) =
+                                VisPattern::new(target, entry.include, &policy.source.text)
+                            {
+                                spans.visibility.push(p);
+                            }
+                        }
+                    }
+                }
+            }
             if let Item::Setting(s) = item {
                 let slot = match s.name.node.as_str() {
                     "default" => &mut spans.default,
@@ -223,6 +242,67 @@ impl SettingSpans {
             }
         }
         spans
+    }
+}
+
+/// One pattern of the `tools {}` block.
+struct VisPattern {
+    include: bool,
+    text: String,
+    span: Span,
+    server: Glob,
+    name: Option<Glob>,
+    regex: Option<regex::Regex>,
+}
+
+impl VisPattern {
+    fn new(target: &syntax::TargetAst, include: bool, source: &str) -> Option<Self> {
+        let span = target.span();
+        let text = source.get(span.start..span.end)?.to_string();
+        let prep = |s: &str| -> String {
+            if include {
+                s.to_string()
+            } else {
+                fold(s).into_owned()
+            }
+        };
+        let (server, name, regex) = match target {
+            syntax::TargetAst::Any(_) => (Glob::Any, Some(Glob::Any), None),
+            syntax::TargetAst::Pattern(p) => match p.node.split_once('/') {
+                Some((s, n)) => (Glob::new(&prep(s)), Some(Glob::new(&prep(n))), None),
+                None => (Glob::Any, Some(Glob::new(&prep(&p.node))), None),
+            },
+            syntax::TargetAst::Regex { server, regex, .. } => (
+                Glob::new(&prep(&server.node)),
+                None,
+                Some(regex::Regex::new(&regex.node).ok()?),
+            ),
+        };
+        Some(VisPattern {
+            include,
+            text,
+            span,
+            server,
+            name,
+            regex,
+        })
+    }
+
+    fn matches(&self, server: &str, name: &str) -> bool {
+        let (s, n) = if self.include {
+            (
+                std::borrow::Cow::Borrowed(server),
+                std::borrow::Cow::Borrowed(name),
+            )
+        } else {
+            (fold(server), fold(name))
+        };
+        self.server.matches(&s)
+            && match (&self.name, &self.regex) {
+                (Some(g), _) => g.matches(&n),
+                (None, Some(re)) => re.is_match(name) || re.is_match(&n),
+                (None, None) => false,
+            }
     }
 }
 
@@ -309,35 +389,44 @@ impl<'a, 'r> Walk<'a, 'r> {
         }
         if kind == TargetKind::Tool {
             let vis_span = policy.visibility.as_ref().map_or(name_span, |v| v.span);
-            match (
-                &policy.visibility,
-                policy.is_visible(request.server, request.name),
-            ) {
+            let shown = policy.is_visible(request.server, request.name);
+            let pats = &self.settings_ast.visibility;
+            let excluded = pats
+                .iter()
+                .find(|p| !p.include && p.matches(request.server, request.name));
+            let included = pats
+                .iter()
+                .find(|p| p.include && p.matches(request.server, request.name));
+            let tool = format!("`{}/{}`", request.server, request.name);
+            match (&policy.visibility, shown) {
                 (None, _) => self.step(
                     Stage::Visibility,
                     name_span,
                     Outcome::Passed,
                     "no `tools {}` block: every tool is visible".into(),
                 ),
-                (Some(_), true) => self.step(
-                    Stage::Visibility,
-                    vis_span,
-                    Outcome::Passed,
-                    format!(
-                        "the `tools {{}}` block shows `{}/{}`",
-                        request.server, request.name
-                    ),
-                ),
-                (Some(_), false) => {
-                    self.step(
-                        Stage::Visibility,
-                        vis_span,
-                        Outcome::Decided,
-                        format!(
-                            "the `tools {{}}` block hides `{}/{}` (excluded, or not included): it is denied before any rule",
-                            request.server, request.name
+                (Some(_), true) => {
+                    let (span, detail) = match included {
+                        Some(p) => (p.span, format!("{tool} is shown: included by {} (exact)", p.text)),
+                        None => (
+                            vis_span,
+                            format!("{tool} is shown: no exclude pattern matches it and the include list is empty"),
                         ),
-                    );
+                    };
+                    self.step(Stage::Visibility, span, Outcome::Passed, detail);
+                }
+                (Some(_), false) => {
+                    let (span, detail) = match excluded {
+                        Some(p) => (
+                            p.span,
+                            format!("{tool} is hidden: excluded by {} (matched loosely); it is denied before any rule", p.text),
+                        ),
+                        None => (
+                            vis_span,
+                            format!("{tool} is hidden: no include pattern names it (include matches exactly); it is denied before any rule"),
+                        ),
+                    };
+                    self.step(Stage::Visibility, span, Outcome::Decided, detail);
                     return plain(Verdict::Deny, Source::Visibility, Reason::Hidden);
                 }
             }
