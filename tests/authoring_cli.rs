@@ -437,3 +437,17 @@ fn explain_names_the_visibility_pattern() {
     );
     assert!(out.contains("decision: deny (source: visibility, reason: hidden, rule_id: null)"));
 }
+
+#[test]
+fn fmt_filters_standard_input() {
+    let out = mcppol()
+        .args(["fmt", "-"])
+        .write_stdin("policy p{allow \"a/b\";}")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "policy p {\n  allow \"a/b\"\n}\n"
+    );
+}

@@ -19,7 +19,8 @@ pub enum Format {
 
 #[derive(Args, Debug)]
 pub struct FmtArgs {
-    /// Policy files, and folders to search for `*.mcppol` files.
+    /// Policy files, and folders to search for `*.mcppol` files; `-` alone
+    /// formats standard input to standard output.
     #[arg(required = true, value_name = "PATH")]
     paths: Vec<PathBuf>,
     /// Change nothing: list the files that are not formatted (exit 1 if any).
@@ -30,7 +31,41 @@ pub struct FmtArgs {
     format: Format,
 }
 
+/// `mcppol fmt -`: standard input to standard output, for editors.
+fn stdin_to_stdout(check: bool) -> u8 {
+    let mut text = String::new();
+    if let Err(e) = std::io::Read::read_to_string(&mut std::io::stdin(), &mut text) {
+        return usage_error(&format!("cannot read standard input: {e}"), None);
+    }
+    match format("<stdin>", &text) {
+        Ok(out) => {
+            if check {
+                if out == text {
+                    exit::OK
+                } else {
+                    println!("would reformat <stdin>");
+                    exit::FAILED
+                }
+            } else {
+                print!("{out}");
+                exit::OK
+            }
+        }
+        Err(FmtError::Syntax(diagnostics)) => {
+            eprint!("{}", render_all(&diagnostics, color()));
+            exit::FAILED
+        }
+        Err(FmtError::Unsafe(message)) => {
+            eprintln!("error: {message}");
+            exit::FAILED
+        }
+    }
+}
+
 pub fn run(args: FmtArgs) -> u8 {
+    if args.paths.len() == 1 && args.paths[0].as_os_str() == "-" {
+        return stdin_to_stdout(args.check);
+    }
     let files = match collect_files(&args.paths) {
         Ok(f) => f,
         Err(e) => return usage_error(&e, None),
