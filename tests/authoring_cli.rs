@@ -126,7 +126,8 @@ fn explain_bad_flags_are_usage_errors() {
 fn test_runs_the_bundled_policy_tests_with_full_coverage() {
     let (code, out, err) = run(&["test", "--coverage", "policies/"]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("0 failed, 0 rule(s) uncovered"), "{out}");
+    assert!(out.contains("coverage: 0 rule(s) uncovered"), "{out}");
+    assert!(out.ends_with(" passed, 0 failed\n"), "{out}");
 }
 
 #[test]

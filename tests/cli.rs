@@ -373,7 +373,7 @@ fn check_passes_the_bundled_policies() {
 #[test]
 fn fingerprint_of_a_real_tool_from_a_file_and_stdin() {
     let tools: Vec<Value> = serde_json::from_str(
-        &std::fs::read_to_string("tests/fixtures/server-filesystem.tools.json").unwrap(),
+        &std::fs::read_to_string("tests/fixtures/tools/server-filesystem.tools.json").unwrap(),
     )
     .unwrap();
     let dir = Dir::new();

@@ -14,7 +14,7 @@ use mcppol::lint::{check_text, LintOptions, Listing, LINTS};
 use mcppol::{Diagnostic, LoadOptions};
 use serde_json::Value;
 
-const FS_TOOLS: &str = "tests/fixtures/server-filesystem.tools.json";
+const FS_TOOLS: &str = "tests/fixtures/tools/server-filesystem.tools.json";
 
 /// Lints that need a tool listing; their fixtures are checked against the
 /// filesystem server's listing under the id `fs`.

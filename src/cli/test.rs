@@ -142,16 +142,12 @@ pub fn run(args: TestArgs) -> u8 {
             for r in &reports {
                 print_human(r, args.coverage);
             }
-            println!(
-                "test result: {} file(s), {cases} case(s), {} passed, {failed} failed{}",
-                reports.len(),
-                cases - failed,
-                if args.coverage {
-                    format!(", {uncovered} rule(s) uncovered")
-                } else {
-                    String::new()
-                }
-            );
+            if args.coverage {
+                println!("coverage: {uncovered} rule(s) uncovered");
+            }
+            println!("{} policy test file(s), {cases} case(s)", reports.len());
+            // The plain closing line that CI readers know.
+            println!("{} passed, {failed} failed", cases - failed);
         }
         Format::Json => {
             let files: Vec<Value> = reports.iter().map(FileReport::to_json).collect();
