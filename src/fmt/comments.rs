@@ -1,6 +1,7 @@
-//! Finding comments in policy text: `#` to the end of the line, outside
-//! strings and regex literals (a `/` after `~` or `matches` starts one).
+//! Finding comments and tokens in policy text (over the shared lexer,
+//! [`crate::syntax::lex`]), and normalizing the blanks of text as written.
 
+use crate::syntax::lex::{Kind, Lexer};
 use crate::syntax::Span;
 
 /// The tokens the formatter compares before and after formatting.
@@ -18,76 +19,43 @@ pub(crate) struct Scan {
     pub tokens: Vec<Token>,
 }
 
-fn word_len(bytes: &[u8], pos: usize) -> usize {
-    bytes[pos..]
-        .iter()
-        .take_while(|b| b.is_ascii_alphanumeric() || **b == b'_' || **b == b'-' || **b == b'.')
-        .count()
-}
-
-/// Scans the text once.
+/// Scans the text once. The formatter's words are coarser than the
+/// lexer's: a run of words, `-` and `.` written without blanks (`args.p`,
+/// `-1`, `1.5`) is one word, and a lone `-` is a word too.
 pub(crate) fn scan(text: &str) -> Scan {
-    let bytes = text.as_bytes();
     let mut out = Scan {
         comments: Vec::new(),
         tokens: Vec::new(),
     };
-    let mut pos = 0;
-    let mut regex_may_start = false;
-    while pos < bytes.len() {
-        let b = bytes[pos];
-        match b {
-            b'#' => {
-                let start = pos;
-                while pos < bytes.len() && bytes[pos] != b'\n' {
-                    pos += 1;
-                }
-                out.comments.push(Span::new(start, pos));
+    let slice = |span: Span| text.get(span.start..span.end).unwrap_or_default();
+    let mut word: Option<Span> = None;
+    for t in Lexer::new(text) {
+        let dash_or_dot = t.kind == Kind::Punct && matches!(slice(t.span), "-" | ".");
+        if let Some(w) = word.as_mut() {
+            if (t.kind == Kind::Word || dash_or_dot) && w.end == t.span.start {
+                w.end = t.span.end;
                 continue;
             }
-            b'"' => {
-                let start = pos;
-                pos += 1;
-                while pos < bytes.len() && bytes[pos] != b'"' && bytes[pos] != b'\n' {
-                    pos += if bytes[pos] == b'\\' { 2 } else { 1 };
-                }
-                pos = (pos + 1).min(bytes.len());
-                out.tokens
-                    .push(Token::Str(text.get(start..pos).unwrap_or_default().into()));
-                regex_may_start = false;
-                continue;
+        }
+        if let Some(w) = word.take() {
+            out.tokens.push(Token::Word(slice(w).to_string()));
+        }
+        match t.kind {
+            Kind::Comment => out.comments.push(t.span),
+            Kind::Str => out.tokens.push(Token::Str(slice(t.span).into())),
+            Kind::Regex => out.tokens.push(Token::Regex(slice(t.span).into())),
+            Kind::Word => word = Some(t.span),
+            Kind::Punct if slice(t.span) == "-" => word = Some(t.span),
+            // A form feed is a blank here, as in the grammar's neighbours.
+            Kind::Punct if slice(t.span).bytes().all(|b| b.is_ascii_whitespace()) => {}
+            Kind::Punct => {
+                let c = slice(t.span).chars().next().unwrap_or(' ');
+                out.tokens.push(Token::Punct(c));
             }
-            b'/' if regex_may_start => {
-                let start = pos;
-                pos += 1;
-                while pos < bytes.len() && bytes[pos] != b'/' && bytes[pos] != b'\n' {
-                    pos += if bytes[pos] == b'\\' { 2 } else { 1 };
-                }
-                pos = (pos + 1).min(bytes.len());
-                out.tokens.push(Token::Regex(
-                    text.get(start..pos).unwrap_or_default().into(),
-                ));
-                regex_may_start = false;
-                continue;
-            }
-            _ => {}
         }
-        if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' {
-            let len = word_len(bytes, pos).max(1);
-            let word = text.get(pos..pos + len).unwrap_or_default();
-            regex_may_start = word == "matches";
-            out.tokens.push(Token::Word(word.to_string()));
-            pos += len;
-            continue;
-        }
-        if !b.is_ascii_whitespace() {
-            regex_may_start = b == b'~';
-            let c = text[pos..].chars().next().unwrap_or(' ');
-            out.tokens.push(Token::Punct(c));
-            pos += c.len_utf8();
-            continue;
-        }
-        pos += 1;
+    }
+    if let Some(w) = word {
+        out.tokens.push(Token::Word(slice(w).to_string()));
     }
     out
 }

@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use super::{by_name, Lint, BAD_DIRECTIVE, LINTS, UNKNOWN_LINT, UNUSED_ALLOW};
 use crate::diagnostics::{did_you_mean, Diagnostic, SourceFile};
+use crate::syntax::lex::{Kind, Lexer};
 use crate::syntax::{File, Item, PolicyAst, Span};
 
 /// What one directive covers.
@@ -235,56 +236,13 @@ fn parse(text: &str, comment: Span) -> Option<Result<Named, Span>> {
     Some(Ok((names, spans)))
 }
 
-/// The spans of every `#` comment (to the end of its line), skipping `#`
-/// inside strings and regex literals.
+/// The spans of every `#` comment (to the end of its line, without a
+/// `\r`), skipping `#` inside strings and regex literals.
 pub(crate) fn comments(text: &str) -> Vec<Span> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::new();
-    let mut pos = 0;
-    let mut regex_may_start = false;
-    while pos < bytes.len() {
-        let b = bytes[pos];
-        match b {
-            b'#' => {
-                let start = pos;
-                while pos < bytes.len() && bytes[pos] != b'\n' {
-                    pos += 1;
-                }
-                let end = if pos > start && bytes[pos - 1] == b'\r' {
-                    pos - 1
-                } else {
-                    pos
-                };
-                out.push(Span::new(start, end));
-                continue;
-            }
-            b'"' | b'/' if b == b'"' || regex_may_start => {
-                pos += 1;
-                while pos < bytes.len() && bytes[pos] != b && bytes[pos] != b'\n' {
-                    pos += if bytes[pos] == b'\\' { 2 } else { 1 };
-                }
-                pos += 1;
-                regex_may_start = false;
-                continue;
-            }
-            _ => {}
-        }
-        if b.is_ascii_alphanumeric() || b == b'_' {
-            let start = pos;
-            while pos < bytes.len()
-                && (bytes[pos].is_ascii_alphanumeric() || bytes[pos] == b'_' || bytes[pos] == b'-')
-            {
-                pos += 1;
-            }
-            regex_may_start = &text[start..pos] == "matches";
-            continue;
-        }
-        if !b.is_ascii_whitespace() {
-            regex_may_start = b == b'~';
-        }
-        pos += 1;
-    }
-    out
+    Lexer::new(text)
+        .filter(|t| t.kind == Kind::Comment)
+        .map(|t| t.span)
+        .collect()
 }
 
 #[cfg(test)]

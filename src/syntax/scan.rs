@@ -1,24 +1,15 @@
-//! Small hand-written scans around the grammar: skipping blanks between
-//! items, finding where to resume after an error, and bounding nesting
-//! before the recursive parser sees the text.
+//! Small scans around the grammar: skipping blanks between items, finding
+//! where to resume after an error, and bounding nesting before the
+//! recursive parser sees the text (the first and last over [`super::lex`]).
 
+use super::lex::{Kind, Lexer};
 use super::Span;
 
 /// The first offset at or after `pos` that is not white space or a comment.
-pub(super) fn skip_blank(text: &str, mut pos: usize) -> usize {
-    let bytes = text.as_bytes();
-    while pos < bytes.len() {
-        match bytes[pos] {
-            b' ' | b'\t' | b'\r' | b'\n' => pos += 1,
-            b'#' => {
-                while pos < bytes.len() && bytes[pos] != b'\n' {
-                    pos += 1;
-                }
-            }
-            _ => break,
-        }
-    }
-    pos
+pub(super) fn skip_blank(text: &str, pos: usize) -> usize {
+    Lexer::at(text, pos)
+        .find(|t| t.kind != Kind::Comment)
+        .map_or(text.len().max(pos), |t| t.span.start)
 }
 
 /// The word (letters, digits, `_`, `-`) that starts at `pos`, if any.
@@ -81,57 +72,21 @@ pub(super) fn next_line_start(text: &str, from: usize, resume: impl Fn(&str) -> 
 /// Strings, comments and regex literals (a `/` after `~` or `matches`) are
 /// skipped, so brackets inside them do not count.
 pub(super) fn too_deep(text: &str, max: usize) -> Option<Span> {
-    let bytes = text.as_bytes();
     let mut depth = 0usize;
-    let mut pos = 0;
-    // Whether the last significant token lets a `/` start a regex literal.
-    let mut regex_may_start = false;
-    while pos < bytes.len() {
-        let b = bytes[pos];
-        match b {
-            b'#' => {
-                while pos < bytes.len() && bytes[pos] != b'\n' {
-                    pos += 1;
-                }
-                continue;
-            }
-            b'"' => {
-                pos += 1;
-                while pos < bytes.len() && bytes[pos] != b'"' && bytes[pos] != b'\n' {
-                    pos += if bytes[pos] == b'\\' { 2 } else { 1 };
-                }
-                pos += 1;
-                regex_may_start = false;
-                continue;
-            }
-            b'/' if regex_may_start => {
-                pos += 1;
-                while pos < bytes.len() && bytes[pos] != b'/' && bytes[pos] != b'\n' {
-                    pos += if bytes[pos] == b'\\' { 2 } else { 1 };
-                }
-                pos += 1;
-                regex_may_start = false;
-                continue;
-            }
+    for t in Lexer::new(text) {
+        if t.kind != Kind::Punct {
+            continue;
+        }
+        match text.as_bytes()[t.span.start] {
             b'(' | b'[' | b'{' => {
                 depth += 1;
                 if depth > max {
-                    return Some(Span::new(pos, pos + 1));
+                    return Some(t.span);
                 }
             }
             b')' | b']' | b'}' => depth = depth.saturating_sub(1),
             _ => {}
         }
-        if b.is_ascii_alphanumeric() || b == b'_' {
-            let word = word_at(text, pos);
-            regex_may_start = word == "matches";
-            pos += word.len().max(1);
-            continue;
-        }
-        if !b.is_ascii_whitespace() {
-            regex_may_start = b == b'~';
-        }
-        pos += 1;
     }
     None
 }
