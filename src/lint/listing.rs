@@ -1,18 +1,12 @@
-//! Tool listings for tool-aware checking: what `mcppol check --tools` reads.
-//!
-//! A file holds one of:
-//! - a `tools/list` result, `{"tools": [...]}`, or the whole JSON-RPC
-//!   response around it, `{"result": {"tools": [...]}}`;
-//! - a bare array of tools;
-//! - a map of server id to either of those: `{"fs": {"tools": [...]}}`.
-//!
-//! The first two name no server: the id comes from `--tools ID=FILE` or
-//! from `--server ID`.
+//! Tool listings for tool-aware checking: what `mcppol check --tools`
+//! reads (the forms are in [`crate::listing`]), kept per server with what
+//! the checker uses of each tool.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use serde_json::Value;
+
+use crate::listing::{each_server, read_json, split_spec, IdForMap};
 
 /// One listed tool: what the checker uses of it.
 #[derive(Debug, Clone, PartialEq)]
@@ -39,51 +33,18 @@ fn err(message: impl Into<String>) -> ListingError {
 impl Listing {
     /// Reads `--tools SPEC`: `ID=FILE` or `FILE`; `server` is `--server`.
     pub fn add_spec(&mut self, spec: &str, server: Option<&str>) -> Result<(), ListingError> {
-        let (id, path) = match spec.split_once('=') {
-            Some((id, path))
-                if !id.is_empty() && !id.contains('/') && !Path::new(spec).exists() =>
-            {
-                (Some(id), path)
-            }
-            _ => (server, spec),
-        };
-        let text =
-            std::fs::read_to_string(path).map_err(|e| err(format!("cannot read `{path}`: {e}")))?;
-        let value: Value =
-            serde_json::from_str(&text).map_err(|e| err(format!("`{path}` is not JSON: {e}")))?;
+        let (id, path) = split_spec(spec, server);
+        let value = read_json(path).map_err(err)?;
         self.add(id, &value)
             .map_err(|e| err(format!("`{path}`: {}", e.0)))
     }
 
     /// Adds a listing, or a map of server id to listing.
     pub fn add(&mut self, server: Option<&str>, value: &Value) -> Result<(), ListingError> {
-        if let Some(tools) = tools_of(value) {
-            let Some(server) = server else {
-                return Err(err(
-                    "this listing names no server: give its id with `--tools ID=FILE` or `--server ID`",
-                ));
-            };
-            return self.insert(server, tools);
-        }
-        let Value::Object(map) = value else {
-            return Err(err(
-                "expected a `tools/list` result (`{\"tools\": [...]}`), an array of tools, or a map of server id to one of those",
-            ));
-        };
-        if let Some(server) = server {
-            return Err(err(format!(
-                "this file maps server ids to listings, so `{server}=` is not needed: write `--tools FILE`"
-            )));
-        }
-        for (id, listing) in map {
-            let tools = tools_of(listing).ok_or_else(|| {
-                err(format!(
-                    "server `{id}`: expected a `tools/list` result or an array of tools"
-                ))
-            })?;
-            self.insert(id, tools)?;
-        }
-        Ok(())
+        each_server(value, server, IdForMap::Refuse, |id, tools| {
+            self.insert(id, tools).map_err(|e| e.0)
+        })
+        .map_err(err)
     }
 
     fn insert(&mut self, server: &str, tools: &[Value]) -> Result<(), ListingError> {
@@ -120,22 +81,6 @@ impl Listing {
 
     pub fn is_empty(&self) -> bool {
         self.servers.is_empty()
-    }
-}
-
-/// The tools array of a listing, if `value` is one.
-fn tools_of(value: &Value) -> Option<&[Value]> {
-    match value {
-        Value::Array(items) => Some(items),
-        Value::Object(map) => match (map.get("tools"), map.get("result")) {
-            (Some(Value::Array(items)), _) => Some(items),
-            (None, Some(result)) => result
-                .get("tools")
-                .and_then(Value::as_array)
-                .map(Vec::as_slice),
-            _ => None,
-        },
-        _ => None,
     }
 }
 
