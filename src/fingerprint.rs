@@ -37,7 +37,8 @@ pub enum FingerprintError {
     Lock(String),
 }
 
-fn kind_of(value: &Value) -> &'static str {
+/// How a JSON value's kind reads in a message: `a string`, `null`, ...
+pub(crate) fn kind_of(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
