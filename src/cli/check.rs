@@ -49,32 +49,7 @@ pub struct CheckArgs {
 
 /// Every `*.mcppol` file under the paths, in a stable order.
 pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
-    let mut files = Vec::new();
-    for path in paths {
-        if path.is_dir() {
-            walk(path, &mut files).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
-        } else if path.exists() {
-            files.push(path.clone());
-        } else {
-            return Err(format!("`{}` does not exist", path.display()));
-        }
-    }
-    Ok(files)
-}
-
-fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            walk(&path, files)?;
-        } else if path.extension().is_some_and(|e| e == "mcppol") {
-            files.push(path);
-        }
-    }
-    Ok(())
+    super::files::under(paths, "mcppol")
 }
 
 /// All diagnostics of one file: syntax, compile and, on a file without

@@ -5,6 +5,7 @@
 mod check;
 mod eval;
 mod explain;
+mod files;
 mod fingerprint;
 mod fmt;
 mod inputs;

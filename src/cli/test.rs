@@ -2,7 +2,7 @@
 //! failures with expected and actual, and with `--coverage` the rules that
 //! decided no case.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use serde_json::{json, Value};
@@ -31,30 +31,7 @@ pub struct TestArgs {
 }
 
 fn collect(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .collect();
-        entries.sort();
-        for path in entries {
-            if path.is_dir() {
-                walk(&path, out)?;
-            } else if path.extension().is_some_and(|e| e == TEST_EXTENSION) {
-                out.push(path);
-            }
-        }
-        Ok(())
-    }
-    let mut out = Vec::new();
-    for path in paths {
-        if path.is_dir() {
-            walk(path, &mut out).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
-        } else if path.exists() {
-            out.push(path.clone());
-        } else {
-            return Err(format!("`{}` does not exist", path.display()));
-        }
-    }
+    let out = super::files::under(paths, TEST_EXTENSION)?;
     if out.is_empty() {
         return Err(format!("no `*.{TEST_EXTENSION}` files found"));
     }
