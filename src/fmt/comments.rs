@@ -60,43 +60,38 @@ pub(crate) fn scan(text: &str) -> Scan {
     out
 }
 
+/// The tokens of text that parsed, bar comments and the form feeds the
+/// grammar does not take for blanks, with whether blanks or a comment come
+/// before each.
+fn spaced_tokens(text: &str) -> impl Iterator<Item = (bool, &str)> {
+    let mut prev_end = 0;
+    let mut blank_since = false;
+    Lexer::new(text).filter_map(move |t| {
+        let slice = text.get(t.span.start..t.span.end).unwrap_or_default();
+        let gap = t.span.start > prev_end;
+        prev_end = t.span.end;
+        let blank = t.kind == Kind::Comment
+            || (t.kind == Kind::Punct && slice.bytes().all(|b| b.is_ascii_whitespace()));
+        if blank {
+            blank_since = true;
+            return None;
+        }
+        let spaced = gap || blank_since;
+        blank_since = false;
+        Some((spaced, slice))
+    })
+}
+
 /// Normalizes the white space of a JSON literal as written: none inside
 /// brackets, one space after `,` and `:`; comments inside it are dropped
 /// (the formatter keeps them before the item).
 pub(crate) fn normalize_literal(text: &str) -> String {
-    let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
-    let mut pos = 0;
-    while pos < bytes.len() {
-        match bytes[pos] {
-            b'"' => {
-                let start = pos;
-                pos += 1;
-                while pos < bytes.len() && bytes[pos] != b'"' {
-                    pos += if bytes[pos] == b'\\' { 2 } else { 1 };
-                }
-                pos = (pos + 1).min(bytes.len());
-                out.push_str(text.get(start..pos).unwrap_or_default());
-            }
-            b'#' => {
-                while pos < bytes.len() && bytes[pos] != b'\n' {
-                    pos += 1;
-                }
-            }
-            b',' => {
-                out.push_str(", ");
-                pos += 1;
-            }
-            b':' => {
-                out.push_str(": ");
-                pos += 1;
-            }
-            b if b.is_ascii_whitespace() => pos += 1,
-            _ => {
-                let c = text[pos..].chars().next().unwrap_or(' ');
-                out.push(c);
-                pos += c.len_utf8();
-            }
+    for (_, token) in spaced_tokens(text) {
+        match token {
+            "," => out.push_str(", "),
+            ":" => out.push_str(": "),
+            _ => out.push_str(token),
         }
     }
     // A trailing comma in a list or object: `[1, ]` reads as `[1]`.
@@ -106,45 +101,12 @@ pub(crate) fn normalize_literal(text: &str) -> String {
 /// Text as written with each run of blanks (and comments) made one space;
 /// strings are kept as they are.
 pub(crate) fn collapse_blanks(text: &str) -> String {
-    let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
-    let mut pos = 0;
-    let mut blank = false;
-    while pos < bytes.len() {
-        match bytes[pos] {
-            b'"' => {
-                let start = pos;
-                pos += 1;
-                while pos < bytes.len() && bytes[pos] != b'"' {
-                    pos += if bytes[pos] == b'\\' { 2 } else { 1 };
-                }
-                pos = (pos + 1).min(bytes.len());
-                if blank && !out.is_empty() {
-                    out.push(' ');
-                }
-                blank = false;
-                out.push_str(text.get(start..pos).unwrap_or_default());
-            }
-            b'#' => {
-                while pos < bytes.len() && bytes[pos] != b'\n' {
-                    pos += 1;
-                }
-                blank = true;
-            }
-            b if b.is_ascii_whitespace() => {
-                blank = true;
-                pos += 1;
-            }
-            _ => {
-                if blank && !out.is_empty() {
-                    out.push(' ');
-                }
-                blank = false;
-                let c = text[pos..].chars().next().unwrap_or(' ');
-                out.push(c);
-                pos += c.len_utf8();
-            }
+    for (spaced, token) in spaced_tokens(text) {
+        if spaced && !out.is_empty() {
+            out.push(' ');
         }
+        out.push_str(token);
     }
     out
 }
