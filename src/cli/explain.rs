@@ -1,17 +1,11 @@
 //! `mcppol explain`: every rule the decision procedure considers for one
 //! request, why each matched or not, and the decision.
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 
 use super::request_args::RequestArgs;
-use super::{exit, usage_error};
+use super::{exit, usage_error, Format};
 use crate::eval::explain::explain;
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum Format {
-    Human,
-    Json,
-}
 
 #[derive(Args, Debug)]
 pub struct ExplainArgs {

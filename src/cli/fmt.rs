@@ -3,19 +3,13 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use serde_json::json;
 
 use super::check::collect_files;
-use super::{color, exit, usage_error};
+use super::{color, exit, usage_error, Format};
 use crate::diagnostics::render_all;
 use crate::fmt::{format, FmtError};
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum Format {
-    Human,
-    Json,
-}
 
 #[derive(Args, Debug)]
 pub struct FmtArgs {

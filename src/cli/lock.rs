@@ -5,19 +5,13 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use serde_json::json;
 
 use super::listing::read_listing;
 use super::request_args::read_lock;
-use super::{exit, usage_error};
+use super::{exit, usage_error, Format};
 use crate::fingerprint::{fingerprint, Lock};
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum Format {
-    Human,
-    Json,
-}
 
 #[derive(Args, Debug)]
 pub struct LockArgs {

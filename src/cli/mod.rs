@@ -21,6 +21,14 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// `--format` of the verbs that print for people (`human`) or for programs
+/// (`json`).
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum Format {
+    Human,
+    Json,
+}
+
 /// Exit statuses shared by the verbs.
 pub mod exit {
     pub const OK: u8 = 0;

@@ -6,22 +6,16 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use serde_json::{json, Value};
 
 use super::listing::read_listing;
 use super::request_args::read_lock;
-use super::{color, exit, usage_error};
+use super::{color, exit, usage_error, Format};
 use crate::eval::owned::RequestSpec;
 use crate::policy::{names::fold, Cond, Operand, Rule, Test};
 use crate::syntax::Effect;
 use crate::{Decision, LoadOptions, Policy, PolicySet, Source, TargetKind};
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum Format {
-    Human,
-    Json,
-}
 
 #[derive(Args, Debug)]
 pub struct TableArgs {

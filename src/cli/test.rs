@@ -4,17 +4,11 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use serde_json::{json, Value};
 
-use super::{exit, usage_error};
+use super::{exit, usage_error, Format};
 use crate::testing::{run_file, FileReport, TEST_EXTENSION};
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum Format {
-    Human,
-    Json,
-}
 
 #[derive(Args, Debug)]
 pub struct TestArgs {
