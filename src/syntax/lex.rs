@@ -144,7 +144,13 @@ impl Iterator for Lexer<'_> {
             b'/' if self.regex_may_start => (Kind::Regex, self.quoted_end(start, b'/')),
             b if is_word_start(b) => (Kind::Word, self.word_end(start)),
             _ => {
-                let len = self.text[start..].chars().next().map_or(1, char::len_utf8);
+                // One character; one byte when `start` is inside one (a
+                // lexer started part way), so that the scan never panics.
+                let len = self
+                    .text
+                    .get(start..)
+                    .and_then(|s| s.chars().next())
+                    .map_or(1, char::len_utf8);
                 (Kind::Punct, start + len)
             }
         };
@@ -269,6 +275,9 @@ mod tests {
         let first = Lexer::at(text, 1).next().map(|t| t.span);
         assert_eq!(first, Some(Span::new(2, 5)));
         assert_eq!(Lexer::at(text, 99).next(), None);
+        // Inside a character: byte by byte to the next one.
+        let spans: Vec<Span> = Lexer::at("éx", 1).map(|t| t.span).collect();
+        assert_eq!(spans, vec![Span::new(1, 2), Span::new(2, 3)]);
     }
 
     proptest! {
@@ -285,9 +294,12 @@ mod tests {
         }
 
         #[test]
-        fn never_panics(text in "\\PC*") {
+        fn never_panics(text in "\\PC*", from in 0usize..64) {
             let n = Lexer::new(&text).count();
             prop_assert!(n <= text.len());
+            // Started anywhere, even inside a character.
+            let m = Lexer::at(&text, from).count();
+            prop_assert!(m <= text.len());
         }
     }
 }
