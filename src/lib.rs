@@ -36,7 +36,7 @@ pub mod fingerprint;
 pub mod fmt;
 pub mod host;
 pub mod lint;
-pub mod listing;
+pub(crate) mod listing;
 pub mod paths;
 pub mod policy;
 pub mod store;

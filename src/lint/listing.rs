@@ -1,5 +1,5 @@
 //! Tool listings for tool-aware checking: what `mcppol check --tools`
-//! reads (the forms are in [`crate::listing`]), kept per server with what
+//! reads (the forms are read in `src/listing.rs`), kept per server with what
 //! the checker uses of each tool.
 
 use std::collections::BTreeMap;
