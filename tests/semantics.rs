@@ -457,7 +457,8 @@ fn pin_tools_off_ignores_changed_definitions() {
 
 #[test]
 fn the_fixture_listing_fingerprints_and_locks() {
-    let text = std::fs::read_to_string("tests/fixtures/tools/server-filesystem.tools.json").unwrap();
+    let text =
+        std::fs::read_to_string("tests/fixtures/tools/server-filesystem.tools.json").unwrap();
     let tools: Vec<Value> = serde_json::from_str(&text).unwrap();
     assert_eq!(tools.len(), 14);
     let mut lock = Lock::new();
