@@ -42,7 +42,7 @@ impl<T> Spanned<T> {
 }
 
 /// A whole file.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct File {
     pub policies: Vec<PolicyAst>,
     /// Comments with their spans, kept for the formatter.
@@ -50,7 +50,7 @@ pub struct File {
 }
 
 /// `policy NAME { ... }`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PolicyAst {
     pub name: Spanned<String>,
     pub items: Vec<Item>,
@@ -58,7 +58,7 @@ pub struct PolicyAst {
 }
 
 /// One entry of a policy.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Item {
     Setting(SettingAst),
     Tools(ToolsBlock),
@@ -66,7 +66,7 @@ pub enum Item {
 }
 
 /// `NAME VALUE, ...`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SettingAst {
     pub name: Spanned<String>,
     pub values: Vec<Spanned<SettingValue>>,
@@ -89,14 +89,14 @@ impl SettingValue {
 }
 
 /// `tools { include ...; exclude ... }`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ToolsBlock {
     pub entries: Vec<VisibilityEntry>,
     pub span: Span,
 }
 
 /// `include TARGET, ...` or `exclude TARGET, ...`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct VisibilityEntry {
     pub include: bool,
     pub targets: Vec<TargetAst>,
@@ -148,7 +148,7 @@ impl TargetKind {
 }
 
 /// `EFFECT [ID:] [KIND] TARGET, ... [when COND]`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RuleAst {
     pub effect: Spanned<Effect>,
     pub id: Option<Spanned<String>>,
@@ -160,7 +160,7 @@ pub struct RuleAst {
 }
 
 /// `when COND` or `unless COND`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ConditionClause {
     pub unless: bool,
     pub keyword: Span,
@@ -168,7 +168,7 @@ pub struct ConditionClause {
 }
 
 /// One target as written.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum TargetAst {
     /// `*`
     Any(Span),
@@ -194,7 +194,7 @@ impl TargetAst {
 }
 
 /// A condition.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Cond {
     Or(Vec<Cond>, Span),
     And(Vec<Cond>, Span),
@@ -280,7 +280,7 @@ impl CompareOp {
 }
 
 /// `root.step[0]["key"]`: the root word and its steps.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SelectorAst {
     pub root: Spanned<String>,
     pub steps: Vec<Spanned<Step>>,

@@ -75,6 +75,32 @@ fn at_line_start(text: &str, pos: usize) -> bool {
         .all(|b| b == b' ' || b == b'\t' || b == b'\r')
 }
 
+/// pest's `file` rule and the builder over the whole text: the file, if it
+/// has no syntax error and every value in it builds.
+pub(super) fn pest_whole_file(text: &str) -> Option<File> {
+    let pair = Grammar::parse(Rule::file, text).ok()?.next()?;
+    let builder = Builder { base: 0 };
+    let mut file = File::default();
+    for policy in pair.into_inner().filter(|p| p.as_rule() == Rule::policy) {
+        let span = builder.span(&policy);
+        let mut name = None;
+        let mut items = Vec::new();
+        for part in policy.into_inner() {
+            match part.as_rule() {
+                Rule::policy_open => name = builder.policy_open(part),
+                Rule::item => items.push(builder.item(part).ok()??),
+                _ => {}
+            }
+        }
+        file.policies.push(PolicyAst {
+            name: name?,
+            items,
+            span,
+        });
+    }
+    Some(file)
+}
+
 impl Driver<'_> {
     fn file(&mut self) -> File {
         let mut file = File::default();
@@ -138,29 +164,9 @@ impl Driver<'_> {
     }
 
     /// The whole file in one pass, if it has no syntax error and every value
-    /// in it builds.
+    /// in it builds: the hand-written parser first, pest if it declines.
     fn whole_file(&mut self) -> Option<File> {
-        let pair = Grammar::parse(Rule::file, self.text).ok()?.next()?;
-        let builder = Builder { base: 0 };
-        let mut file = File::default();
-        for policy in pair.into_inner().filter(|p| p.as_rule() == Rule::policy) {
-            let span = builder.span(&policy);
-            let mut name = None;
-            let mut items = Vec::new();
-            for part in policy.into_inner() {
-                match part.as_rule() {
-                    Rule::policy_open => name = builder.policy_open(part),
-                    Rule::item => items.push(builder.item(part).ok()??),
-                    _ => {}
-                }
-            }
-            file.policies.push(PolicyAst {
-                name: name?,
-                items,
-                span,
-            });
-        }
-        Some(file)
+        super::fast::parse(self.text).or_else(|| pest_whole_file(self.text))
     }
 
     /// Parses `policy NAME { ... }` at `pos`; returns where parsing goes on.
