@@ -63,11 +63,13 @@ impl Compiler<'_> {
     /// One target of a rule or of the visibility block. `loose` folds the
     /// segments (deny, ask, exclude).
     pub(super) fn target(&mut self, ast: &TargetAst, loose: bool) -> Option<Target> {
-        let maybe_fold = |s: &str| -> String {
+        // A segment is folded for a loose list; most are already folded, and
+        // then nothing is copied.
+        let glob = |s: &str| -> Glob {
             if loose {
-                fold(s).into_owned()
+                Glob::new(&fold(s))
             } else {
-                s.to_string()
+                Glob::new(s)
             }
         };
         let source_text = &self.source.text;
@@ -87,8 +89,8 @@ impl Compiler<'_> {
             }),
             TargetAst::Pattern(p) => {
                 let (server, name, has_server) = match p.node.split_once('/') {
-                    Some((s, n)) => (Glob::new(&maybe_fold(s)), Glob::new(&maybe_fold(n)), true),
-                    None => (Glob::Any, Glob::new(&maybe_fold(&p.node)), false),
+                    Some((s, n)) => (glob(s), glob(n), true),
+                    None => (Glob::Any, glob(&p.node), false),
                 };
                 let exact = has_server && server.is_literal() && name.is_literal();
                 Some(Target {
@@ -112,7 +114,7 @@ impl Compiler<'_> {
                     span: *span,
                     exact: false,
                     matcher: IndexedTarget {
-                        server: Glob::new(&maybe_fold(&server.node)),
+                        server: glob(&server.node),
                         name: NameMatcher::Regex(re),
                     },
                 })

@@ -28,6 +28,17 @@ pub enum Token {
 
 impl Glob {
     pub fn new(pattern: &str) -> Glob {
+        // Most patterns are a plain name or one `*` at an end: no token list.
+        let wildcards = pattern.bytes().filter(|b| matches!(b, b'*' | b'?')).count();
+        match wildcards {
+            0 => return Glob::Literal(pattern.into()),
+            1 if pattern == "*" => return Glob::Any,
+            1 if pattern.ends_with('*') => {
+                return Glob::Prefix(pattern[..pattern.len() - 1].into())
+            }
+            1 if pattern.starts_with('*') => return Glob::Suffix(pattern[1..].into()),
+            _ => {}
+        }
         let mut tokens: Vec<Token> = Vec::new();
         let mut literal = String::new();
         for c in pattern.chars() {
