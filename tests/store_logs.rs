@@ -6,7 +6,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::sync::{Arc, Mutex};
+mod common;
 
 use mcppol::store::Store;
 use mcppol::{LoadOptions, Request};
@@ -20,33 +20,13 @@ fn answering_version(store: &Store) -> Option<u32> {
     d.rule_id.as_deref()?.strip_prefix("v_")?.parse().ok()
 }
 
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[test]
 fn a_text_that_does_not_load_is_logged_as_an_error_with_its_diagnostic() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("p.mcppol");
     std::fs::write(&path, version(1)).unwrap();
     let store = Store::open([&path], LoadOptions::default()).unwrap();
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::WARN)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    tracing::subscriber::with_default(subscriber, || {
+    let log = common::capture_logs(tracing::Level::WARN, || {
         std::fs::write(&path, "policy p {\n  defualt deny\n}\n").unwrap();
         assert_eq!(store.reload().failed, 1);
         // The same bad text read again is not logged again.
@@ -54,7 +34,6 @@ fn a_text_that_does_not_load_is_logged_as_an_error_with_its_diagnostic() {
         std::fs::remove_file(&path).unwrap();
         assert_eq!(store.reload().removed, 1);
     });
-    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
     assert_eq!(log.matches("ERROR").count(), 1, "{log}");
     assert!(
         log.contains("policy file did not load; the last good version stays in force"),
