@@ -280,6 +280,74 @@ impl Fast<'_> {
 
     // ------------------------------------------------------------- items
 
+    /// `"{" ~ (entry | ";")* ~ "}"` with `open` at the `{`: the entries and
+    /// the end after the `}`.
+    fn braced<T>(
+        &mut self,
+        open: usize,
+        mut entry: impl FnMut(&mut Self, usize) -> Parsed<T>,
+    ) -> Parsed<Vec<T>> {
+        let mut entries = Vec::new();
+        let mut q = self.skip(open + 1);
+        loop {
+            let s = self.skip(q);
+            if let Some((end, e)) = entry(self, s) {
+                entries.push(e);
+                q = end;
+            } else if self.is(s, b';') {
+                q = s + 1;
+            } else {
+                break;
+            }
+        }
+        let close = self.skip(q);
+        self.is(close, b'}').then_some((close + 1, entries))
+    }
+
+    /// `("," ~ item)*` after an item that ends at `end`; returns where the
+    /// list ends. As pest does: with no further item the end runs past the
+    /// blanks after the first; otherwise it is the end of the last item.
+    fn rest_of_list<T>(
+        &mut self,
+        end: usize,
+        mut next: impl FnMut(&mut Self, usize) -> Parsed<T>,
+        mut push: impl FnMut(T),
+    ) -> usize {
+        let mut q = self.skip(end);
+        loop {
+            let s = self.skip(q);
+            if !self.is(s, b',') {
+                break;
+            }
+            let Some((item_end, item)) = next(self, self.skip(s + 1)) else {
+                break;
+            };
+            push(item);
+            q = item_end;
+        }
+        q
+    }
+
+    /// `OPEN ~ (item ~ ("," ~ item)* ~ ","?)? ~ CLOSE` with `pos` at OPEN:
+    /// the end after CLOSE.
+    fn bracketed<T>(
+        &mut self,
+        pos: usize,
+        close: u8,
+        mut next: impl FnMut(&mut Self, usize) -> Parsed<T>,
+        mut push: impl FnMut(T),
+    ) -> Option<usize> {
+        let mut q = self.skip(pos + 1);
+        if let Some((end, first)) = next(self, q) {
+            push(first);
+            let r = self.rest_of_list(end, &mut next, &mut push);
+            let r = self.skip(r);
+            q = if self.is(r, b',') { r + 1 } else { r };
+        }
+        let close_at = self.skip(q);
+        self.is(close_at, close).then_some(close_at + 1)
+    }
+
     fn file(&mut self) -> Option<File> {
         let mut file = File::default();
         let mut q = self.skip(0);
@@ -309,25 +377,9 @@ impl Fast<'_> {
             self.text.get(name_at..name_end)?.to_string(),
             Span::new(name_at, name_end),
         );
-        let mut items = Vec::new();
-        let mut q = self.skip(open + 1);
-        loop {
-            let s = self.skip(q);
-            if let Some((end, item)) = self.item(s) {
-                items.push(item);
-                q = end;
-            } else if self.is(s, b';') {
-                q = s + 1;
-            } else {
-                break;
-            }
-        }
-        let close = self.skip(q);
-        if !self.is(close, b'}') {
-            return None;
-        }
-        let span = Span::new(pos, close + 1);
-        Some((close + 1, PolicyAst { name, items, span }))
+        let (end, items) = self.braced(open, Self::item)?;
+        let span = Span::new(pos, end);
+        Some((end, PolicyAst { name, items, span }))
     }
 
     /// `(tools_block | rule | setting) ~ ";"?`.
@@ -353,23 +405,10 @@ impl Fast<'_> {
             self.text.get(pos..name_end)?.to_string(),
             Span::new(pos, name_end),
         );
-        let mut values = Vec::new();
         let at = self.skip(name_end);
         let (end, value) = self.setting_value(at)?;
-        values.push(value);
-        let mut q = self.skip(end);
-        loop {
-            let s = self.skip(q);
-            if !self.is(s, b',') {
-                break;
-            }
-            let t = self.skip(s + 1);
-            let Some((end, value)) = self.setting_value(t) else {
-                break;
-            };
-            values.push(value);
-            q = end;
-        }
+        let mut values = vec![value];
+        let q = self.rest_of_list(end, Self::setting_value, |v| values.push(v));
         let q = self.skip(q);
         if !self.item_end(q) {
             return None;
@@ -394,25 +433,9 @@ impl Fast<'_> {
         if !self.is(open, b'{') {
             return None;
         }
-        let mut entries = Vec::new();
-        let mut q = self.skip(open + 1);
-        loop {
-            let s = self.skip(q);
-            if let Some((end, entry)) = self.visibility_entry(s) {
-                entries.push(entry);
-                q = end;
-            } else if self.is(s, b';') {
-                q = s + 1;
-            } else {
-                break;
-            }
-        }
-        let close = self.skip(q);
-        if !self.is(close, b'}') {
-            return None;
-        }
-        let span = Span::new(pos, close + 1);
-        Some((close + 1, ToolsBlock { entries, span }))
+        let (end, entries) = self.braced(open, Self::visibility_entry)?;
+        let span = Span::new(pos, end);
+        Some((end, ToolsBlock { entries, span }))
     }
 
     fn visibility_entry(&mut self, pos: usize) -> Parsed<VisibilityEntry> {
@@ -432,19 +455,7 @@ impl Fast<'_> {
     fn targets(&mut self, pos: usize) -> Parsed<Vec<TargetAst>> {
         let (end, first) = self.target(pos)?;
         let mut targets = vec![first];
-        let mut q = self.skip(end);
-        loop {
-            let s = self.skip(q);
-            if !self.is(s, b',') {
-                break;
-            }
-            let t = self.skip(s + 1);
-            let Some((end, target)) = self.target(t) else {
-                break;
-            };
-            targets.push(target);
-            q = end;
-        }
+        let q = self.rest_of_list(end, Self::target, |t| targets.push(t));
         Some((q, targets))
     }
 
@@ -678,26 +689,8 @@ impl Fast<'_> {
             return None;
         }
         let mut strings = Vec::new();
-        let mut q = self.skip(pos + 1);
-        if let Some((end, first)) = self.string(q) {
-            strings.push(first);
-            let mut r = self.skip(end);
-            loop {
-                let s = self.skip(r);
-                if !self.is(s, b',') {
-                    break;
-                }
-                let Some((end, next)) = self.string(self.skip(s + 1)) else {
-                    break;
-                };
-                strings.push(next);
-                r = end;
-            }
-            let r = self.skip(r);
-            q = if self.is(r, b',') { r + 1 } else { r };
-        }
-        let close = self.skip(q);
-        self.is(close, b']').then_some((close + 1, strings))
+        let end = self.bracketed(pos, b']', Self::string, |s| strings.push(s))?;
+        Some((end, strings))
     }
 
     /// `selector ~ (comparison | membership | regex_match | path_test | unknown_test)?`.
@@ -905,27 +898,9 @@ impl Fast<'_> {
 
     fn list_body(&mut self, pos: usize, build: bool) -> Parsed<Value> {
         let mut values = Vec::new();
-        let mut q = self.skip(pos + 1);
-        if let Some((end, first)) = self.literal(q, build) {
-            values.push(first);
-            let mut r = self.skip(end);
-            loop {
-                let s = self.skip(r);
-                if !self.is(s, b',') {
-                    break;
-                }
-                let Some((end, next)) = self.literal(self.skip(s + 1), build) else {
-                    break;
-                };
-                values.push(next);
-                r = end;
-            }
-            let r = self.skip(r);
-            q = if self.is(r, b',') { r + 1 } else { r };
-        }
-        let close = self.skip(q);
-        self.is(close, b']')
-            .then_some((close + 1, Value::Array(values)))
+        let literal = |p: &mut Self, at: usize| p.literal(at, build);
+        let end = self.bracketed(pos, b']', literal, |v| values.push(v))?;
+        Some((end, Value::Array(values)))
     }
 
     /// `"{" ~ (member ~ ("," ~ member)* ~ ","?)? ~ "}"`.
@@ -940,27 +915,11 @@ impl Fast<'_> {
 
     fn object_body(&mut self, pos: usize, build: bool) -> Parsed<Value> {
         let mut map = serde_json::Map::new();
-        let mut q = self.skip(pos + 1);
-        if let Some((end, (k, v))) = self.member(q, build) {
+        let member = |p: &mut Self, at: usize| p.member(at, build);
+        let end = self.bracketed(pos, b'}', member, |(k, v)| {
             map.insert(k, v);
-            let mut r = self.skip(end);
-            loop {
-                let s = self.skip(r);
-                if !self.is(s, b',') {
-                    break;
-                }
-                let Some((end, (k, v))) = self.member(self.skip(s + 1), build) else {
-                    break;
-                };
-                map.insert(k, v);
-                r = end;
-            }
-            let r = self.skip(r);
-            q = if self.is(r, b',') { r + 1 } else { r };
-        }
-        let close = self.skip(q);
-        self.is(close, b'}')
-            .then_some((close + 1, Value::Object(map)))
+        })?;
+        Some((end, Value::Object(map)))
     }
 
     /// `string ~ ":" ~ literal`.
