@@ -8,6 +8,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 #[path = "../benches/common/gen.rs"]
 mod gen;
 
@@ -158,92 +160,11 @@ fn corner_cases_parse_the_same() {
     assert!(fast("policy p { deny \"\\ud800\" }").is_none());
 }
 
-const WORDS: &[&str] = &[
-    "policy",
-    "p",
-    "{",
-    "}",
-    "deny",
-    "ask",
-    "allow",
-    "\"a/b\"",
-    "\"*\"",
-    "*",
-    ",",
-    "when",
-    "unless",
-    "and",
-    "or",
-    "not",
-    "(",
-    ")",
-    "args.x",
-    "args[\"k\"]",
-    "args.l[0]",
-    "principal",
-    "assigns.r",
-    "annotation.read_only",
-    "host.h",
-    "tainted",
-    "tainted(ignore: [\"d\"])",
-    "exists",
-    "in",
-    "[1, \"a\"]",
-    "matches",
-    "/a+/",
-    "inside",
-    "escapes",
-    "\"/srv\"",
-    "==",
-    "<",
-    ">=",
-    "1",
-    "-2.5e3",
-    "true",
-    "null",
-    "default",
-    "ask",
-    "scope",
-    "tools",
-    "resources",
-    "trusted",
-    "all",
-    "pin_tools",
-    "on",
-    "resource",
-    "prompt",
-    "~",
-    ";",
-    ":",
-    "id:",
-    "#c\n",
-    "\n",
-    "\"",
-    "/",
-    "[",
-    "]",
-    // More of the language, for the fast parser's corners.
-    "include",
-    "exclude",
-    "insde",
-    "allow_new_tools",
-    "ignore",
-    "{\"k\": [true, null]}",
-    "012",
-    "-0.5",
-    "\"\\u00e9\"",
-    ".",
-    "x",
-    "!=",
-    "<=",
-    "\"a\" ~ /^b\\//",
-];
-
 fn soup(tokens: &[usize], seps: &[usize]) -> String {
     const SEPS: &[&str] = &[" ", "", "\n", "  # c\n", "\t", ""];
     let mut text = String::new();
     for (i, t) in tokens.iter().enumerate() {
-        text.push_str(WORDS[*t]);
+        text.push_str(common::WORDS[*t]);
         text.push_str(SEPS[seps.get(i).copied().unwrap_or(0) % SEPS.len()]);
     }
     text
@@ -280,7 +201,7 @@ fn mutate(text: &str, kind: usize, a: usize, b: usize, word: usize) -> String {
         1 => format!(
             "{}{}{}",
             &text[..lo],
-            WORDS[word % WORDS.len()],
+            common::WORDS[word % common::WORDS.len()],
             &text[lo..]
         ),
         2 => format!("{}{}", &text[..hi], &text[lo..]),
@@ -300,7 +221,7 @@ proptest! {
     /// Token soup, bare and inside a policy.
     #[test]
     fn token_soup_parses_the_same(
-        tokens in prop::collection::vec(0..WORDS.len(), 0..50),
+        tokens in prop::collection::vec(0..common::WORDS.len(), 0..50),
         seps in prop::collection::vec(0..6usize, 0..50),
     ) {
         let text = soup(&tokens, &seps);

@@ -3,6 +3,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use mcppol::{PolicySet, Request};
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -157,79 +159,13 @@ fn invalid_utf8_and_binary_files_are_errors() {
     assert_eq!(err.diagnostics[0].code, "mcppol::io");
 }
 
-const WORDS: &[&str] = &[
-    "policy",
-    "p",
-    "{",
-    "}",
-    "deny",
-    "ask",
-    "allow",
-    "\"a/b\"",
-    "\"*\"",
-    "*",
-    ",",
-    "when",
-    "unless",
-    "and",
-    "or",
-    "not",
-    "(",
-    ")",
-    "args.x",
-    "args[\"k\"]",
-    "args.l[0]",
-    "principal",
-    "assigns.r",
-    "annotation.read_only",
-    "host.h",
-    "tainted",
-    "tainted(ignore: [\"d\"])",
-    "exists",
-    "in",
-    "[1, \"a\"]",
-    "matches",
-    "/a+/",
-    "inside",
-    "escapes",
-    "\"/srv\"",
-    "==",
-    "<",
-    ">=",
-    "1",
-    "-2.5e3",
-    "true",
-    "null",
-    "default",
-    "ask",
-    "scope",
-    "tools",
-    "resources",
-    "trusted",
-    "all",
-    "pin_tools",
-    "on",
-    "resource",
-    "prompt",
-    "~",
-    ";",
-    ":",
-    "id:",
-    "#c\n",
-    "\n",
-    "\"",
-    "/",
-    "[",
-    "]",
-];
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 1_000, ..ProptestConfig::default() })]
 
     /// Token soup from the language's own words never panics the parser or compiler.
     #[test]
-    fn token_soup_never_panics(tokens in prop::collection::vec(0..WORDS.len(), 0..60)) {
-        let text: Vec<&str> = tokens.iter().map(|i| WORDS[*i]).collect();
+    fn token_soup_never_panics(tokens in prop::collection::vec(0..common::WORDS.len(), 0..60)) {
+        let text: Vec<&str> = tokens.iter().map(|i| common::WORDS[*i]).collect();
         let _ = PolicySet::from_text("soup.mcppol", &text.join(" "));
     }
 
@@ -242,10 +178,10 @@ proptest! {
     /// Whatever loads decides any request without panicking.
     #[test]
     fn loaded_policies_decide_anything(
-        tokens in prop::collection::vec(0..WORDS.len(), 0..40),
+        tokens in prop::collection::vec(0..common::WORDS.len(), 0..40),
         server in "[a-zA-Z_./-]{0,8}", name in "\\PC{0,12}", n in any::<i64>(),
     ) {
-        let text = format!("policy p {{ {} }}", tokens.iter().map(|i| WORDS[*i]).collect::<Vec<_>>().join(" "));
+        let text = format!("policy p {{ {} }}", tokens.iter().map(|i| common::WORDS[*i]).collect::<Vec<_>>().join(" "));
         if let Ok(set) = PolicySet::from_text("p.mcppol", &text) {
             let args = json!({"x": n, "l": [name.clone()], "k": name.clone()});
             for policy in set.iter() {
