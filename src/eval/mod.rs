@@ -151,11 +151,18 @@ fn decide_quietly(policy: &Policy, request: &Request<'_>) -> Decision {
     if !in_scope {
         return Decision::new(Verdict::Allow, Source::Default, Reason::OutOfScope);
     }
-    if kind == TargetKind::Tool && !policy.is_visible(request.server, request.name) {
+    let names = Names::new(request);
+    if kind == TargetKind::Tool
+        && !policy.is_visible_folded(
+            names.server,
+            names.name,
+            &names.folded_server,
+            &names.folded_name,
+        )
+    {
         return Decision::new(Verdict::Deny, Source::Visibility, Reason::Hidden);
     }
     let approver = request.approver_available();
-    let names = Names::new(request);
     let facts = Facts::new(request, trusts(policy, request), policy.uses_annotations);
 
     if let Some((rule, m)) = first_loose(policy, Effect::Deny, kind, &names, &facts) {

@@ -111,12 +111,25 @@ impl Policy {
 
     /// Whether the visibility filter shows a tool to the model.
     pub fn is_visible(&self, server: &str, tool: &str) -> bool {
+        let (fs, ft) = (names::fold_name(server), names::fold_name(tool));
+        self.is_visible_folded(server, tool, &fs, &ft)
+    }
+
+    /// [`Policy::is_visible`] for a caller that has folded the names
+    /// already (deciding folds them once for every list).
+    pub(crate) fn is_visible_folded(
+        &self,
+        server: &str,
+        tool: &str,
+        folded_server: &str,
+        folded_tool: &str,
+    ) -> bool {
         let Some(vis) = &self.visibility else {
             return true;
         };
         let mut hits = Hits::new();
-        let (fs, ft) = (names::fold_name(server), names::fold_name(tool));
-        vis.exclude.collect(&fs, &ft, tool, &mut hits);
+        vis.exclude
+            .collect(folded_server, folded_tool, tool, &mut hits);
         if !hits.is_empty() {
             return false;
         }
