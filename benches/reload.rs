@@ -24,8 +24,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use mcppol::store::{Store, Watch};
-use mcppol::{LoadOptions, Request};
+use mcppol::{LoadOptions, Request, Store, Watch};
 
 /// Version `k`: 40 rules, the probe rule's id carries `k`.
 fn version(k: u64) -> String {

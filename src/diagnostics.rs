@@ -19,7 +19,9 @@ use crate::syntax::Span;
 /// The text of one policy file and the name it is reported under.
 #[derive(Debug)]
 pub struct SourceFile {
+    /// The name diagnostics give it (usually the path).
     pub name: String,
+    /// The whole text.
     pub text: String,
     /// Byte offsets where lines start, built on first use, so that placing
     /// many diagnostics in a large file does not rescan it each time.
@@ -27,6 +29,7 @@ pub struct SourceFile {
 }
 
 impl SourceFile {
+    /// A text and its name, shared.
     pub fn new(name: impl Into<String>, text: impl Into<String>) -> Arc<Self> {
         Arc::new(SourceFile {
             name: name.into(),
@@ -82,11 +85,14 @@ impl SourceCode for SourceFile {
 /// How bad a diagnostic is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Severity {
+    /// The file loads; the checker thinks it does not mean what it says.
     Warning,
+    /// The file does not load.
     Error,
 }
 
 impl Severity {
+    /// `warning` or `error`.
     pub fn as_str(self) -> &'static str {
         match self {
             Severity::Warning => "warning",
@@ -97,19 +103,26 @@ impl Severity {
 
 /// One error or warning about a policy file.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Diagnostic {
+    /// Error or warning.
     pub severity: Severity,
     /// Stable, e.g. `mcppol::compile::unknown_setting`.
     pub code: &'static str,
+    /// What is wrong, in one sentence.
     pub message: String,
+    /// Where, in [`Diagnostic::source`].
     pub span: Span,
+    /// The words under the snippet's underline.
     pub label: String,
+    /// How to fix it.
     pub help: Option<String>,
+    /// The file it is about.
     pub source: Arc<SourceFile>,
 }
 
 impl Diagnostic {
-    pub fn error(
+    pub(crate) fn error(
         source: &Arc<SourceFile>,
         code: &'static str,
         span: Span,
@@ -126,7 +139,7 @@ impl Diagnostic {
         }
     }
 
-    pub fn warning(
+    pub(crate) fn warning(
         source: &Arc<SourceFile>,
         code: &'static str,
         span: Span,
@@ -138,12 +151,12 @@ impl Diagnostic {
         }
     }
 
-    pub fn with_label(mut self, label: impl Into<String>) -> Self {
+    pub(crate) fn with_label(mut self, label: impl Into<String>) -> Self {
         self.label = label.into();
         self
     }
 
-    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+    pub(crate) fn with_help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(help.into());
         self
     }
@@ -239,12 +252,14 @@ pub fn render_all(diagnostics: &[Diagnostic], color: bool) -> String {
 
 /// The errors that stopped a file from loading: every one that was found.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct LoadError {
+    /// Every error (and warning) found, in text order.
     pub diagnostics: Vec<Diagnostic>,
 }
 
 impl LoadError {
-    pub fn new(diagnostics: Vec<Diagnostic>) -> Self {
+    pub(crate) fn new(diagnostics: Vec<Diagnostic>) -> Self {
         LoadError { diagnostics }
     }
 
@@ -293,7 +308,10 @@ impl miette::Diagnostic for LoadError {
 
 /// The known word closest to `word`, if one is close enough to be a likely
 /// misspelling.
-pub fn did_you_mean<'a>(word: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub(crate) fn did_you_mean<'a>(
+    word: &str,
+    known: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
     let lower = word.to_ascii_lowercase();
     let limit = (word.chars().count() / 3).max(1);
     // A cut-short word (`match` for `matches`) counts as close too.

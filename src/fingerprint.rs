@@ -26,13 +26,18 @@ pub const FINGERPRINT_FIELDS: [&str; 8] = [
 
 /// Why a fingerprint or lock file could not be made or read.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum FingerprintError {
+    /// The definition is not a JSON object (it is the named kind).
     #[error("a tool definition is a JSON object, not {0}")]
     NotAnObject(&'static str),
+    /// The definition has no string `name`.
     #[error("the tool definition has no string `name`")]
     NoName,
+    /// RFC 8785 canonicalization failed.
     #[error("the JSON cannot be put in canonical form: {0}")]
     Canonical(String),
+    /// The lock file is not one.
     #[error("bad lock file: {0}")]
     Lock(String),
 }
@@ -105,11 +110,14 @@ pub enum ToolApproval {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Lock {
+    /// The format's version: 1.
     pub version: u32,
+    /// `"server/tool"` to its approved `sha256:` fingerprint.
     pub tools: BTreeMap<String, String>,
 }
 
 impl Lock {
+    /// An empty lock file of the current version.
     pub fn new() -> Self {
         Lock {
             version: 1,

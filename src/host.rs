@@ -17,6 +17,7 @@ pub type HostPredicate = dyn Fn(&Request<'_>) -> Result<bool, String> + Send + S
 pub struct HostFn(pub Arc<HostPredicate>);
 
 impl HostFn {
+    /// Calls the predicate.
     pub fn call(&self, request: &Request<'_>) -> Result<bool, String> {
         (self.0)(request)
     }
@@ -62,6 +63,7 @@ pub struct HostPredicates {
 }
 
 impl HostPredicates {
+    /// No predicate registered.
     pub fn new() -> Self {
         Self::default()
     }
@@ -76,10 +78,11 @@ impl HostPredicates {
         self
     }
 
-    pub fn get(&self, name: &str) -> Option<&HostFn> {
+    pub(crate) fn get(&self, name: &str) -> Option<&HostFn> {
         self.predicates.get(name)
     }
 
+    /// The registered names, in no particular order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.predicates.keys().map(String::as_str)
     }

@@ -27,21 +27,26 @@
 //! ```
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+#![deny(missing_docs)]
 
-pub mod cli;
-pub mod compile;
-pub mod diagnostics;
-pub mod eval;
-pub mod fingerprint;
-pub mod fmt;
-pub mod host;
-pub mod lint;
-pub(crate) mod listing;
-pub mod paths;
-pub mod policy;
-pub mod store;
-pub mod syntax;
-pub mod testing;
+// Every module is private: what a host uses is re-exported below, so an
+// internal rename is never a breaking change.
+#[cfg(feature = "cli")]
+mod cli;
+mod compile;
+mod diagnostics;
+mod eval;
+mod fingerprint;
+mod fmt;
+mod host;
+mod lint;
+mod listing;
+mod paths;
+mod policy;
+mod store;
+mod syntax;
+#[cfg(feature = "cli")]
+mod testing;
 
 /// The README's Rust examples, compiled and run as doc tests.
 #[doc = include_str!("../README.md")]
@@ -51,13 +56,31 @@ pub struct ReadmeDoctests;
 use std::path::Path;
 use std::sync::Arc;
 
-pub use compile::LoadOptions;
-pub use diagnostics::{Diagnostic, LoadError, Severity, SourceFile};
-pub use eval::{Decision, Reason, Request, Source, Verdict};
-pub use fingerprint::{fingerprint, Lock, ToolApproval};
-pub use host::HostPredicates;
-pub use policy::{PickError, Policy, PolicySet};
-pub use syntax::TargetKind;
+pub use compile::{LoadOptions, REGEX_SIZE_LIMIT};
+pub use diagnostics::{render_all, Diagnostic, LoadError, Severity, SourceFile};
+pub use eval::explain::{ExplainStep, Explanation, Note, Outcome, Stage};
+pub use eval::{Decision, Reason, Request, Source, Tri, Verdict};
+pub use fingerprint::{fingerprint, FingerprintError, Lock, ToolApproval};
+pub use fmt::{format, FmtError};
+pub use host::{HostPredicate, HostPredicates};
+pub use lint::{check_text, Lint, LintOptions, Listing, ListingError, LINTS};
+pub use policy::{DefaultDecision, PickError, Policy, PolicySet, Scope, Settings, Trusted};
+pub use store::{FileStatus, LastError, PolicyStatus, Reloaded, Status, Store, StoreError, Watch};
+pub use syntax::{Span, TargetKind, MAX_FILE_BYTES};
+
+/// Internals that the parser's differential tests (`tests/fast_parser.rs`)
+/// compare: not part of the API. It goes with the second parser.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::syntax::differential;
+}
+
+/// The command line, for the `mcppol` binary only: not part of the API.
+#[cfg(feature = "cli")]
+#[doc(hidden)]
+pub fn __cli_main() -> std::process::ExitCode {
+    cli::main()
+}
 
 impl PolicySet {
     /// Parses and compiles policy text. `origin` names the text in
@@ -95,7 +118,7 @@ impl PolicySet {
 
 /// Reads a policy file, refusing one too large to be a policy before it is
 /// read whole.
-pub fn read_policy_file(path: &Path) -> Result<String, String> {
+pub(crate) fn read_policy_file(path: &Path) -> Result<String, String> {
     let meta =
         std::fs::metadata(path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
     if meta.len() > syntax::MAX_FILE_BYTES as u64 {
@@ -120,7 +143,7 @@ impl Policy {
     /// Explains one request: every rule considered, why it matched or not,
     /// and the decision (always the one [`Policy::decide`] gives). Not for
     /// the hot path: it walks every rule and keeps a trace.
-    pub fn explain(&self, request: &Request<'_>) -> eval::explain::Explanation {
+    pub fn explain(&self, request: &Request<'_>) -> Explanation {
         eval::explain::explain(self, request)
     }
 }

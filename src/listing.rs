@@ -37,6 +37,7 @@ pub fn read_json(path: &str) -> Result<Value, String> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IdForMap {
     /// Read the map; the id is not used.
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     Ignore,
     /// Refuse it: the `ID=` is a mistake.
     Refuse,

@@ -1,6 +1,6 @@
-//! The `mcppol` command line. Everything lives in `mcppol::cli`; this only
-//! hands over the exit status.
+//! The `mcppol` command line. It lives in the library behind the `cli`
+//! feature; this only hands over the exit status.
 
 fn main() -> std::process::ExitCode {
-    mcppol::cli::main()
+    mcppol::__cli_main()
 }

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! Every `console` example in the README and `docs/` is run here against the
 //! real binary, and what it prints must be what the page shows, so the docs
 //! cannot drift from the tool.

@@ -2,7 +2,6 @@
 //! `explain` walks the rules itself; its decision must be `decide`'s, for
 //! every request.
 
-use mcppol::eval::explain::Explainer;
 use mcppol::{PolicySet, Request, TargetKind, ToolApproval};
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -91,7 +90,6 @@ fn explain_agrees_with_decide_on_bundled_policies() {
     let mut checked = 0usize;
     for set in &sets {
         for policy in set.iter() {
-            let explainer = Explainer::new(policy);
             for server in SERVERS {
                 for name in NAMES {
                     for (i, a) in args.iter().enumerate() {
@@ -106,15 +104,12 @@ fn explain_agrees_with_decide_on_bundled_policies() {
                             ];
                             for approval in [approvals[i % 3], approvals[(i + 1) % 3]] {
                                 let taint = taints[(i + checked) % 3];
-                                let mut request = Request {
-                                    kind,
-                                    ..Request::tool(server, name)
-                                }
-                                .with_args(a)
-                                .with_annotations(&annotations[i % 2])
-                                .with_taint(taint)
-                                .with_approval(approval)
-                                .with_trusted_server(i % 3 == 0);
+                                let mut request = Request::new(kind, server, name)
+                                    .with_args(a)
+                                    .with_annotations(&annotations[i % 2])
+                                    .with_taint(taint)
+                                    .with_approval(approval)
+                                    .with_trusted_server(i % 3 == 0);
                                 if i % 4 == 1 {
                                     request = request.without_approver();
                                 }
@@ -122,12 +117,12 @@ fn explain_agrees_with_decide_on_bundled_policies() {
                                     request = request.with_principal("dana").with_assigns(&assigns);
                                 }
                                 let decided = policy.decide(&request);
-                                let explained = explainer.explain(&request);
+                                let explained = policy.explain(&request);
                                 assert_eq!(
                                     explained.decision,
                                     decided,
                                     "policy {} request {request:?}\n{}",
-                                    policy.name,
+                                    policy.name(),
                                     explained.render(policy)
                                 );
                                 let last = explained.steps.last().unwrap();
@@ -196,7 +191,6 @@ proptest! {
         let policy = set.get("p").unwrap();
         let argsets = [json!({}), json!({"n": 5, "s": "ok", "p": "/r/a"}), json!({"n": "x", "s": 3, "p": "/q"}), json!({"n": 1, "p": ["/r/a", "/t"]})];
         let ann = json!({"readOnlyHint": true});
-        let explainer = Explainer::new(policy);
         for (server, name) in [("a", "x"), ("a", "X-y"), ("b", "x_y"), ("c", "x"), ("a", "y")] {
             for (i, a) in argsets.iter().enumerate() {
                 for approval in [ToolApproval::Approved, ToolApproval::New, ToolApproval::Changed] {
@@ -208,7 +202,7 @@ proptest! {
                         .with_approval(approval);
                     if i == 3 { request = request.without_approver(); }
                     let decided = policy.decide(&request);
-                    let explained = explainer.explain(&request);
+                    let explained = policy.explain(&request);
                     prop_assert_eq!(&explained.decision, &decided, "{}\n{}", text, explained.render(policy));
                 }
             }

@@ -15,7 +15,7 @@ mod gen;
 
 use std::path::{Path, PathBuf};
 
-use mcppol::syntax::differential::{fast, pest, too_deep};
+use mcppol::__private::differential::{fast, pest, too_deep};
 use proptest::prelude::*;
 
 fn mcppol_files(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -9,9 +9,7 @@
 use std::path::Path;
 
 use assert_cmd::Command;
-use mcppol::diagnostics::render_all;
-use mcppol::lint::{check_text, LintOptions, Listing, LINTS};
-use mcppol::{Diagnostic, LoadOptions};
+use mcppol::{check_text, render_all, Diagnostic, LintOptions, Listing, LoadOptions, LINTS};
 use serde_json::Value;
 
 const FS_TOOLS: &str = "tests/fixtures/tools/server-filesystem.tools.json";

@@ -71,7 +71,7 @@ fn huge_files_are_refused_before_parsing() {
     let rule = "  deny \"server/tool\"\n";
     let huge = format!(
         "policy p {{\n{}}}\n",
-        rule.repeat(mcppol::syntax::MAX_FILE_BYTES / rule.len() + 10)
+        rule.repeat(mcppol::MAX_FILE_BYTES / rule.len() + 10)
     );
     assert_eq!(first_code(&huge), "mcppol::parse::file_too_large");
 }

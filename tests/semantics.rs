@@ -896,10 +896,10 @@ fn failures_follow_kleene_logic_and_never_widen() {
 #[test]
 fn settings_defaults() {
     let p = load("policy p {}");
-    let s = &p.settings;
-    assert_eq!(s.default, mcppol::policy::DefaultDecision::Ask);
+    let s = p.settings();
+    assert_eq!(s.default, mcppol::DefaultDecision::Ask);
     assert!(s.pin_tools && !s.allow_new_tools && !s.scope.resources && !s.scope.prompts);
-    assert_eq!(s.trusted, mcppol::policy::Trusted::None);
+    assert_eq!(s.trusted, mcppol::Trusted::None);
 }
 
 #[test]

@@ -15,8 +15,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use mcppol::store::{Store, StoreError, Watch};
-use mcppol::{LoadOptions, Reason, Request, Verdict};
+use mcppol::{LoadOptions, Reason, Request, Store, StoreError, Verdict, Watch};
 use sha2::{Digest, Sha256};
 
 const PATIENCE: Duration = Duration::from_secs(10);
@@ -135,7 +134,7 @@ fn opens_files_and_folders_and_decides_by_name() {
         (Verdict::Deny, Reason::NoPolicy)
     );
     assert!(store.get("nope").is_none());
-    assert_eq!(store.get("a").unwrap().name, "a");
+    assert_eq!(store.get("a").unwrap().name(), "a");
 
     let status = store.status();
     assert_eq!(status.generation, 3);
@@ -272,7 +271,7 @@ fn stress(watch: Watch, writes: u32) {
     let reloader = {
         let (store, stop) = (Arc::clone(&store), Arc::clone(&stop));
         thread::spawn(move || {
-            let mut seen = mcppol::store::Reloaded::default();
+            let mut seen = mcppol::Reloaded::default();
             while !stop.load(Ordering::Relaxed) {
                 let r = store.reload();
                 seen.loaded += r.loaded;

@@ -8,8 +8,7 @@
 
 mod common;
 
-use mcppol::store::Store;
-use mcppol::{LoadOptions, Request};
+use mcppol::{LoadOptions, Request, Store};
 
 fn version(k: u32) -> String {
     format!("policy p {{\n  default deny\n  allow v_{k}: \"s/call\"\n}}\n")

@@ -226,13 +226,12 @@ impl Compiler<'_> {
             None => None,
             Some(c) => Some(c?),
         };
-        let (id, named) = match &ast.id {
-            Some(id) => (Arc::from(id.node.as_str()), true),
-            None => (Arc::from(format!("{}:{number}", effect.as_str())), false),
+        let id = match &ast.id {
+            Some(id) => Arc::from(id.node.as_str()),
+            None => Arc::from(format!("{}:{number}", effect.as_str())),
         };
         Some(Rule {
             id,
-            named,
             effect,
             kind: ast.kind,
             targets: targets?,
@@ -269,7 +268,6 @@ impl Compiler<'_> {
 fn placeholder(ast: &RuleAst, number: usize) -> Rule {
     Rule {
         id: Arc::from(format!("{}:{number}", ast.effect.node.as_str())),
-        named: ast.id.is_some(),
         effect: ast.effect.node,
         kind: ast.kind,
         targets: Vec::new(),

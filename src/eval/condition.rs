@@ -20,8 +20,12 @@ use crate::syntax::CompareOp;
 /// A truth value that may be unknown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tri {
+    /// Does not hold.
     False,
+    /// Holds.
     True,
+    /// Could not be decided (a predicate of the wrong type, a host
+    /// predicate that erred): matches deny and ask rules, never an allow.
     Failed,
 }
 

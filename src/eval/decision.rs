@@ -10,42 +10,65 @@ use crate::syntax::Span;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
+    /// The call goes through.
     Allow,
+    /// A person approves or refuses the call first.
     Ask,
+    /// The call is refused.
     Deny,
 }
 
 /// The stage of the decision procedure that decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Source {
+    /// The `tools {}` block hides the tool.
     Visibility,
+    /// A deny rule.
     Deny,
+    /// The tool's definition changed since it was approved (`pin_tools`).
     Pin,
+    /// An ask rule.
     Ask,
+    /// An allow rule.
     Allow,
+    /// No rule decided: the policy's default, its scope, or no policy.
     Default,
 }
 
 /// Why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Reason {
+    /// The tool is hidden by the `tools {}` block.
     Hidden,
+    /// A deny rule matched.
     DenyRule,
+    /// An ask rule matched.
     AskRule,
+    /// An allow rule matched.
     AllowRule,
+    /// A deny or ask rule matched because a predicate of its condition
+    /// could not be decided.
     PredicateFailed,
+    /// The request would be asked about, but no person can be asked.
     NoApprover,
+    /// The tool's definition differs from its approved fingerprint.
     DefinitionChanged,
+    /// No rule matched: the default decided.
     NoRule,
+    /// The policy does not govern this kind of request (`scope`).
     OutOfScope,
+    /// The request names a policy that is not loaded.
     NoPolicy,
 }
 
 macro_rules! as_str {
     ($t:ty { $($v:ident => $s:literal),* $(,)? }) => {
         impl $t {
+            /// The name, as JSON and the docs spell it.
             pub fn as_str(self) -> &'static str {
                 match self { $(Self::$v => $s),* }
             }
@@ -64,9 +87,13 @@ as_str!(Reason {
 
 /// A decision.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Decision {
+    /// Allow, ask or deny.
     pub decision: Verdict,
+    /// The stage that decided.
     pub source: Source,
+    /// Why.
     pub reason: Reason,
     /// The deciding rule's id; `None` for visibility, the pin, the default
     /// and out-of-scope.
@@ -92,6 +119,7 @@ impl Decision {
         Decision::new(Verdict::Deny, Source::Default, Reason::NoPolicy)
     }
 
+    /// Whether the call goes through without asking.
     pub fn is_allow(&self) -> bool {
         self.decision == Verdict::Allow
     }

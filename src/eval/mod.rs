@@ -4,6 +4,7 @@
 mod condition;
 mod decision;
 pub mod explain;
+#[cfg(feature = "cli")]
 pub mod owned;
 mod request;
 

@@ -37,7 +37,9 @@ use crate::syntax::TargetKind;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct Request<'a> {
+    /// Tool call, resource read or prompt get.
     pub kind: TargetKind,
     /// The server's id, chosen by the host (`github`, `fs`).
     pub server: &'a str,
@@ -63,7 +65,9 @@ pub struct Request<'a> {
 }
 
 impl<'a> Request<'a> {
-    fn new(kind: TargetKind, server: &'a str, name: &'a str) -> Self {
+    /// A request of `kind` for `name` on `server`, with nothing else
+    /// known: no arguments, no taint, an approver, an approved tool.
+    pub fn new(kind: TargetKind, server: &'a str, name: &'a str) -> Self {
         Request {
             kind,
             server,
@@ -94,41 +98,49 @@ impl<'a> Request<'a> {
         Self::new(TargetKind::Prompt, server, name)
     }
 
+    /// The call's arguments.
     pub fn with_args(mut self, args: &'a Value) -> Self {
         self.args = Some(args);
         self
     }
 
+    /// The tool's MCP `annotations`.
     pub fn with_annotations(mut self, annotations: &'a Value) -> Self {
         self.annotations = Some(annotations);
         self
     }
 
+    /// The servers whose output is already in the model's context.
     pub fn with_taint(mut self, taint: &'a [&'a str]) -> Self {
         self.taint = taint;
         self
     }
 
+    /// Who the call is made for.
     pub fn with_principal(mut self, principal: &'a str) -> Self {
         self.principal = Some(principal);
         self
     }
 
+    /// Host data for `assigns.KEY`.
     pub fn with_assigns(mut self, assigns: &'a Value) -> Self {
         self.assigns = Some(assigns);
         self
     }
 
+    /// No person can be asked: what would be `ask` is `deny`.
     pub fn without_approver(mut self) -> Self {
         self.has_approver = false;
         self
     }
 
+    /// The tool against its approved fingerprint (see [`crate::Lock::approval`]).
     pub fn with_approval(mut self, approval: ToolApproval) -> Self {
         self.approval = approval;
         self
     }
 
+    /// Whether the host itself trusts this server's annotations.
     pub fn with_trusted_server(mut self, trusted: bool) -> Self {
         self.server_trusted = trusted;
         self

@@ -23,6 +23,9 @@ mod comments;
 mod layout;
 mod rules;
 
+#[cfg(test)]
+mod meaning;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

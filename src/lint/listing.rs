@@ -10,7 +10,7 @@ use crate::listing::{each_server, read_json, split_spec, IdForMap};
 
 /// One listed tool: what the checker uses of it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ToolDef {
+pub(crate) struct ToolDef {
     pub name: String,
     pub input_schema: Option<Value>,
 }
@@ -63,24 +63,20 @@ impl Listing {
     }
 
     /// The tools of one server, if it is listed.
-    pub fn server(&self, id: &str) -> Option<&[ToolDef]> {
+    pub(crate) fn server(&self, id: &str) -> Option<&[ToolDef]> {
         self.servers.get(id).map(Vec::as_slice)
     }
 
     /// Every listed tool with its server id.
-    pub fn tools(&self) -> impl Iterator<Item = (&str, &ToolDef)> {
+    pub(crate) fn tools(&self) -> impl Iterator<Item = (&str, &ToolDef)> {
         self.servers
             .iter()
             .flat_map(|(s, tools)| tools.iter().map(move |t| (s.as_str(), t)))
     }
 
     /// The listed server ids.
-    pub fn server_ids(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn server_ids(&self) -> impl Iterator<Item = &str> {
         self.servers.keys().map(String::as_str)
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.servers.is_empty()
     }
 }
 

@@ -18,6 +18,7 @@ mod matches_nothing;
 mod path_test;
 mod patterns;
 mod relative_root;
+#[cfg(feature = "cli")]
 pub mod sarif;
 mod schema;
 mod shadowed;
@@ -33,12 +34,14 @@ use crate::diagnostics::{Diagnostic, SourceFile};
 use crate::policy::{Policy, Rule};
 use crate::syntax::{self, Item, PolicyAst, RuleAst, Span};
 
-pub use listing::{Listing, ListingError, ToolDef};
+pub use listing::{Listing, ListingError};
 
 /// One lint: its name (what `# mcppol: allow(NAME)` takes) and its code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Lint {
+    /// What `# mcppol: allow(NAME)` takes: `shadowed_allow`.
     pub name: &'static str,
+    /// The diagnostic code: `mcppol::lint::shadowed_allow`.
     pub code: &'static str,
     /// One line on what it reports (SARIF's `shortDescription`).
     pub summary: &'static str,
@@ -84,6 +87,7 @@ pub fn by_name(name: &str) -> Option<&'static Lint> {
 }
 
 /// The lint with that code.
+#[cfg(feature = "cli")]
 pub fn by_code(code: &str) -> Option<&'static Lint> {
     LINTS.iter().find(|l| l.code == code)
 }

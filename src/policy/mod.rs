@@ -49,8 +49,6 @@ impl Target {
 pub struct Rule {
     /// The id written in the file, or `<list>:<index>`.
     pub id: Arc<str>,
-    /// Whether the id was written in the file.
-    pub named: bool,
     pub effect: Effect,
     pub kind: TargetKind,
     pub targets: Vec<Target>,
@@ -83,20 +81,35 @@ pub struct Visibility {
 /// A compiled policy.
 #[derive(Debug, Clone)]
 pub struct Policy {
-    pub name: String,
-    pub settings: Settings,
-    pub visibility: Option<Visibility>,
+    pub(crate) name: String,
+    pub(crate) settings: Settings,
+    pub(crate) visibility: Option<Visibility>,
     pub(crate) lists: [RuleList; 3],
-    pub source: Arc<SourceFile>,
-    pub span: Span,
-    pub name_span: Span,
+    pub(crate) source: Arc<SourceFile>,
+    pub(crate) span: Span,
+    pub(crate) name_span: Span,
     /// Whether any condition reads annotations (else they are not computed).
     pub(crate) uses_annotations: bool,
 }
 
 impl Policy {
+    /// The policy's name (`policy NAME { ... }`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its settings, with the contract's defaults for those not written.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The file it was compiled from.
+    pub fn source(&self) -> &Arc<SourceFile> {
+        &self.source
+    }
+
     /// The rules of one effect, in file order.
-    pub fn rules(&self, effect: Effect) -> &[Rule] {
+    pub(crate) fn rules(&self, effect: Effect) -> &[Rule] {
         &self.lists[effect.index()].rules
     }
 
@@ -105,7 +118,7 @@ impl Policy {
     }
 
     /// Every rule: deny, then ask, then allow, each in file order.
-    pub fn all_rules(&self) -> impl Iterator<Item = &Rule> {
+    pub(crate) fn all_rules(&self) -> impl Iterator<Item = &Rule> {
         self.lists.iter().flat_map(|l| l.rules.iter())
     }
 
@@ -145,7 +158,7 @@ impl Policy {
 #[derive(Debug, Clone)]
 pub struct PolicySet {
     pub(crate) policies: Vec<Arc<Policy>>,
-    pub source: Arc<SourceFile>,
+    pub(crate) source: Arc<SourceFile>,
 }
 
 impl PolicySet {
@@ -172,18 +185,27 @@ impl PolicySet {
         }
     }
 
+    /// The policies' names, in file order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.policies.iter().map(|p| p.name.as_str())
     }
 
+    /// The policies, in file order.
     pub fn iter(&self) -> impl Iterator<Item = &Arc<Policy>> {
         self.policies.iter()
     }
 
+    /// How many policies the file holds.
     pub fn len(&self) -> usize {
         self.policies.len()
     }
 
+    /// The file they were compiled from.
+    pub fn source(&self) -> &Arc<SourceFile> {
+        &self.source
+    }
+
+    /// Whether the file holds no policy.
     pub fn is_empty(&self) -> bool {
         self.policies.is_empty()
     }
@@ -191,11 +213,23 @@ impl PolicySet {
 
 /// Why no single policy could be picked from a file.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum PickError {
+    /// No policy has that name.
     #[error("no policy named `{name}`; the file has: {}", known.join(", "))]
-    NotFound { name: String, known: Vec<String> },
+    NotFound {
+        /// The name asked for.
+        name: String,
+        /// The names the file has.
+        known: Vec<String>,
+    },
+    /// No name was given and the file holds more than one policy.
     #[error("the file holds several policies ({}); name one with --name", known.join(", "))]
-    Ambiguous { known: Vec<String> },
+    Ambiguous {
+        /// The names the file has.
+        known: Vec<String>,
+    },
+    /// The file holds no policy.
     #[error("the file holds no policy")]
     Empty,
 }

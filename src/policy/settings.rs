@@ -5,20 +5,27 @@ use std::collections::HashSet;
 /// What happens when no rule decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DefaultDecision {
+    /// `default ask`: a person is asked (denied when there is none).
     Ask,
+    /// `default deny`.
     Deny,
 }
 
 /// Which servers' annotations are believed.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Trusted {
+    /// No `trusted` setting: no server's annotations are believed.
     #[default]
     None,
+    /// `trusted all`.
     All,
+    /// `trusted "id", ...`: these servers'.
     Servers(HashSet<Box<str>>),
 }
 
 impl Trusted {
+    /// Whether this server's annotations are believed.
     pub fn contains(&self, server: &str) -> bool {
         match self {
             Trusted::None => false,
@@ -30,18 +37,27 @@ impl Trusted {
 
 /// Which kinds of request the policy governs. Tool calls always are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Scope {
+    /// Resource reads are governed (`scope tools, resources`).
     pub resources: bool,
+    /// Prompt gets are governed (`scope tools, prompts`).
     pub prompts: bool,
 }
 
 /// The settings of one policy.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Settings {
+    /// `default ask|deny` (`ask` if not written).
     pub default: DefaultDecision,
+    /// `scope ...` (tools only if not written).
     pub scope: Scope,
+    /// `pin_tools on|off` (on if not written).
     pub pin_tools: bool,
+    /// `allow_new_tools on|off` (off if not written).
     pub allow_new_tools: bool,
+    /// `trusted ...` (none if not written).
     pub trusted: Trusted,
 }
 

@@ -40,7 +40,7 @@ use crate::{Decision, LoadOptions, Policy, Request};
 /// Named policies from files and folders, hot-reloaded.
 ///
 /// ```
-/// use mcppol::store::{Store, Watch};
+/// use mcppol::{Store, Watch};
 /// use mcppol::{LoadOptions, Reason, Request, Verdict};
 ///
 /// let dir = tempfile::tempdir()?;
@@ -112,14 +112,14 @@ impl Store {
     /// A store with no files: policies come only from [`Store::update`].
     ///
     /// ```
-    /// use mcppol::store::Store;
+    /// use mcppol::Store;
     /// use mcppol::{LoadOptions, Request, Verdict};
     ///
     /// let store = Store::empty(LoadOptions::default());
     /// store.update("ops", r#"policy ops { allow "ops/status" }"#)?;
     /// let d = store.decide("ops", &Request::tool("ops", "status"));
     /// assert_eq!(d.decision, Verdict::Allow);
-    /// # Ok::<(), mcppol::store::StoreError>(())
+    /// # Ok::<(), mcppol::StoreError>(())
     /// ```
     pub fn empty(options: LoadOptions) -> Store {
         Store {
@@ -207,7 +207,7 @@ impl Store {
     /// load changes nothing, and the error is also kept in the status.
     ///
     /// ```
-    /// use mcppol::store::Store;
+    /// use mcppol::Store;
     /// use mcppol::{LoadOptions, Request, Verdict};
     ///
     /// let store = Store::empty(LoadOptions::default());
@@ -218,7 +218,7 @@ impl Store {
     /// assert!(err.to_string().contains("<update of ops>"));
     /// let d = store.decide("ops", &Request::tool("ops", "status"));
     /// assert_eq!(d.decision, Verdict::Allow);
-    /// # Ok::<(), mcppol::store::StoreError>(())
+    /// # Ok::<(), mcppol::StoreError>(())
     /// ```
     pub fn update(&self, name_or_file: &str, text: &str) -> Result<u64, StoreError> {
         let as_path = absolute(Path::new(name_or_file));
@@ -245,7 +245,7 @@ impl Store {
     /// The state of every file and policy, for operators.
     ///
     /// ```
-    /// use mcppol::store::Store;
+    /// use mcppol::Store;
     /// use mcppol::LoadOptions;
     ///
     /// let store = Store::empty(LoadOptions::default());

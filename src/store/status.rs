@@ -24,6 +24,7 @@ pub struct Status {
 /// One policy file.
 #[derive(Debug, Clone)]
 pub struct FileStatus {
+    /// The file's absolute path.
     pub path: PathBuf,
     /// The store generation at which the version in force was loaded;
     /// `None` when no version of the file ever loaded.
@@ -45,6 +46,7 @@ pub struct FileStatus {
 /// One policy in force.
 #[derive(Debug, Clone)]
 pub struct PolicyStatus {
+    /// The policy's name.
     pub name: String,
     /// The file it was loaded from; `None` when it came from
     /// [`Store::update`](super::Store::update).
@@ -53,6 +55,7 @@ pub struct PolicyStatus {
     pub generation: u64,
     /// `sha256:` and the hex digest of the text it was compiled from.
     pub digest: String,
+    /// When this version was loaded.
     pub loaded_at: SystemTime,
     /// Set when the newest text offered for this policy (its file, or an
     /// update) did not load.
@@ -66,6 +69,7 @@ pub struct LastError {
     pub rendered: String,
     /// The digest of the text that failed, when it could be read.
     pub digest: Option<String>,
+    /// When it failed.
     pub at: SystemTime,
 }
 

@@ -19,10 +19,16 @@ pub enum Watch {
     /// The operating system's file events (inotify, FSEvents, ...), with
     /// events closer together than `debounce` taken as one change. If the
     /// events cannot be set up, the store polls every second instead.
-    Events { debounce: Duration },
+    Events {
+        /// Events closer together than this are one change.
+        debounce: Duration,
+    },
     /// Read the files every `interval`: for network and FUSE file systems
     /// and container mounts, where file events are missing or unreliable.
-    Poll { interval: Duration },
+    Poll {
+        /// How often the files are read.
+        interval: Duration,
+    },
 }
 
 impl Watch {

@@ -8,17 +8,22 @@ use serde_json::Value;
 /// A byte range in the source text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Span {
+    /// The first byte.
     pub start: usize,
+    /// One past the last byte.
     pub end: usize,
 }
 
 impl Span {
+    /// The bytes from `start` up to (not including) `end`.
     pub fn new(start: usize, end: usize) -> Self {
         Span { start, end }
     }
+    /// How many bytes it covers.
     pub fn len(&self) -> usize {
         self.end.saturating_sub(self.start)
     }
+    /// Whether it covers no byte.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -120,7 +125,7 @@ impl Effect {
             Effect::Allow => "allow",
         }
     }
-    pub fn index(self) -> usize {
+    pub(crate) fn index(self) -> usize {
         self as usize
     }
 }
@@ -128,13 +133,18 @@ impl Effect {
 /// What a rule's targets name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TargetKind {
+    /// A tool call (`tools/call`).
     Tool,
+    /// A resource read (`resources/read`); the name is the URI.
     Resource,
+    /// A prompt get (`prompts/get`).
     Prompt,
 }
 
 impl TargetKind {
+    /// Every kind, in this order.
     pub const ALL: [TargetKind; 3] = [TargetKind::Tool, TargetKind::Resource, TargetKind::Prompt];
+    /// `tool`, `resource` or `prompt`.
     pub fn as_str(self) -> &'static str {
         match self {
             TargetKind::Tool => "tool",
@@ -142,7 +152,7 @@ impl TargetKind {
             TargetKind::Prompt => "prompt",
         }
     }
-    pub fn index(self) -> usize {
+    pub(crate) fn index(self) -> usize {
         self as usize
     }
 }

@@ -16,10 +16,8 @@
 mod parse;
 mod run;
 
-pub use parse::{parse_test_file, Case, Expect, TestFile, TestFileError};
-pub use run::{
-    decision_text as run_decision_text, expect_text as run_expect_text, run_file, CaseResult,
-    Coverage, FileReport, UncoveredRule,
+pub(crate) use run::{
+    decision_text as run_decision_text, expect_text as run_expect_text, run_file, FileReport,
 };
 
 /// The extension of policy test files.

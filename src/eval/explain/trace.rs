@@ -7,17 +7,26 @@ use crate::syntax::Span;
 
 /// A stage of the decision procedure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Stage {
+    /// Whether the policy governs this kind of request (`scope`).
     Scope,
+    /// The `tools {}` block.
     Visibility,
+    /// The deny rules.
     Deny,
+    /// The approved fingerprint (`pin_tools`).
     Pin,
+    /// The ask rules.
     Ask,
+    /// The allow rules.
     Allow,
+    /// The default.
     Default,
 }
 
 impl Stage {
+    /// The stage's name: `deny`, `pin`, ...
     pub fn as_str(self) -> &'static str {
         match self {
             Stage::Scope => "scope",
@@ -33,6 +42,7 @@ impl Stage {
 
 /// How one step came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Outcome {
     /// The rule matched and decided.
     Matched,
@@ -51,6 +61,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// The outcome's name: `matched`, `target_no_match`, ...
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Matched => "matched",
@@ -66,10 +77,13 @@ impl Outcome {
 
 /// One predicate of a condition and what it saw.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Note {
+    /// Where the predicate is written.
     pub span: Span,
     /// The predicate as written.
     pub text: String,
+    /// How it came out.
     pub result: Tri,
     /// What it saw: "`args.path` is missing", "`args.cmd` is a number (42)".
     pub saw: String,
@@ -77,12 +91,17 @@ pub struct Note {
 
 /// One line of an explanation.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ExplainStep {
+    /// The stage of the decision procedure.
     pub stage: Stage,
+    /// The rule considered, for the deny, ask and allow stages.
     pub rule_id: Option<Arc<str>>,
     /// Where it is written: the rule, or the setting or block that decided.
     pub span: Span,
+    /// How it came out.
     pub outcome: Outcome,
+    /// Why, in words.
     pub detail: String,
     /// The predicates that made the condition come out as it did.
     pub notes: Vec<Note>,
@@ -90,10 +109,14 @@ pub struct ExplainStep {
 
 /// Every step, and the decision they lead to.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Explanation {
+    /// The policy's name.
     pub policy: String,
+    /// Every step, in the order the decision procedure took them.
     pub steps: Vec<ExplainStep>,
     /// Rules not considered because the decision was made before them.
     pub not_considered: usize,
+    /// The decision: always the one [`crate::Policy::decide`] gives.
     pub decision: Decision,
 }
