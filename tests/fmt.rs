@@ -12,6 +12,7 @@ fn fmt(origin: &str, text: &str) -> String {
         Ok(s) => s,
         Err(FmtError::Syntax(d)) => panic!("{origin}: syntax errors: {d:?}"),
         Err(FmtError::Unsafe(m)) => panic!("{origin}: {m}"),
+        Err(e) => panic!("{origin}: {e:?}"),
     }
 }
 

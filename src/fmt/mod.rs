@@ -39,6 +39,7 @@ const INDENT: &str = "  ";
 
 /// Why a file was not formatted.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum FmtError {
     /// The file has syntax errors: nothing is changed.
     Syntax(Vec<Diagnostic>),

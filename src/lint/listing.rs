@@ -24,6 +24,7 @@ pub struct Listing {
 /// Why a listing could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
+#[non_exhaustive]
 pub struct ListingError(pub String);
 
 fn err(message: impl Into<String>) -> ListingError {

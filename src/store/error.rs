@@ -9,6 +9,7 @@ use crate::diagnostics::LoadError;
 ///
 /// A refused update changes nothing: the policies in force stay as they were.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum StoreError {
     /// Policy text that did not load: every diagnostic of every file,
     /// drawn with its snippet by [`StoreError::render`] (and by `Display`,
