@@ -42,6 +42,7 @@ pub mod policy;
 pub mod store;
 pub mod syntax;
 pub mod testing;
+pub mod uri;
 
 /// The README's Rust examples, compiled and run as doc tests.
 #[doc = include_str!("../README.md")]

@@ -229,3 +229,112 @@ fn unless_of_unknown_is_unknown() {
         is("ask", "ask", "predicate_failed", Some("ask:0"))
     );
 }
+
+// ---------------------------------------------------------- resource URIs
+
+const PROJECT: &str = r#"policy p {
+    scope tools, resources
+    default deny
+    deny resource "*/file:///etc/*"
+    allow resource "fs/file:///home/dev/project/*"
+}"#;
+
+#[test]
+fn dot_segments_cannot_climb_out_of_an_allowed_folder() {
+    let p = load(PROJECT);
+    assert_eq!(
+        d(
+            &p,
+            &Request::resource("fs", "file:///home/dev/project/../../../etc/passwd")
+        ),
+        is("deny", "deny", "deny_rule", Some("deny:0"))
+    );
+    assert_eq!(
+        d(
+            &p,
+            &Request::resource("fs", "file:///home/dev/project/../../dana/.ssh/id_rsa")
+        ),
+        is("deny", "default", "no_rule", None)
+    );
+    assert_eq!(
+        d(
+            &p,
+            &Request::resource("fs", "file:///home/dev/project/src/../README.md")
+        ),
+        is("allow", "allow", "allow_rule", Some("allow:0"))
+    );
+}
+
+#[test]
+fn encoded_dots_and_case_are_normalized_first() {
+    let p = load(PROJECT);
+    for uri in [
+        "file:///home/dev/project/%2E%2E/%2e%2e/%2E%2E/etc/passwd",
+        "FILE:///etc/passwd",
+        "file:///%65tc/passwd",
+        "file:///home/dev/project/./.././../../etc/shadow",
+    ] {
+        assert_eq!(
+            d(&p, &Request::resource("fs", uri)),
+            is("deny", "deny", "deny_rule", Some("deny:0")),
+            "{uri}"
+        );
+    }
+}
+
+#[test]
+fn a_uri_that_cannot_be_normalized_is_denied_before_any_rule() {
+    let p = load(
+        r#"policy p { scope tools, resources
+        allow resource "*" }"#,
+    );
+    for uri in [
+        "file:///home/dev/project/..%2F..%2Fetc/passwd",
+        "file:///home/dev/project/a%5C..%5C..%5Cetc",
+        "file:///home/dev/project/a%00.txt",
+        "file:///home/dev/project/a\\..\\..\\etc",
+        "file:///home/dev/project/%zz",
+        "file:///home/dev/project/%",
+    ] {
+        assert_eq!(
+            d(&p, &Request::resource("fs", uri)),
+            is("deny", "request", "bad_uri", None),
+            "{uri}"
+        );
+    }
+    // Tools and prompts are names, not URIs.
+    assert_eq!(
+        d(&p, &Request::tool("fs", "a%zz")),
+        is("ask", "default", "no_rule", None)
+    );
+}
+
+#[test]
+fn explain_shows_the_normalized_uri() {
+    let p = load(PROJECT);
+    let r = Request::resource("fs", "file:///home/dev/project/../../../etc/passwd");
+    let text = mcppol::eval::explain::explain(&p, &r).render(&p);
+    assert!(
+        text.contains("is matched as `file:///etc/passwd`"),
+        "{text}"
+    );
+    let bad = Request::resource("fs", "file:///a%2Fb");
+    let text = mcppol::eval::explain::explain(&p, &bad).render(&p);
+    assert!(text.contains("cannot be normalized"), "{text}");
+    assert!(
+        text.contains("decision: deny (source: request, reason: bad_uri, rule_id: null)"),
+        "{text}"
+    );
+}
+
+// ---------------------------------------------------------- server ids
+
+#[test]
+fn a_request_naming_a_server_with_a_slash_is_refused() {
+    let p = load(r#"policy p { allow "a/b/c"  allow * }"#);
+    assert_eq!(
+        d(&p, &Request::tool("a/b", "c")),
+        is("deny", "request", "bad_server", None)
+    );
+    assert_eq!(d(&p, &Request::tool("a", "b/c")).0, "allow");
+}

@@ -25,6 +25,9 @@ pub enum Source {
     Ask,
     Allow,
     Default,
+    /// The request itself: a resource URI that cannot be normalized, a
+    /// server id holding `/`.
+    Request,
 }
 
 /// Why.
@@ -41,6 +44,11 @@ pub enum Reason {
     NoRule,
     OutOfScope,
     NoPolicy,
+    /// A resource URI that cannot be normalized (RFC 3986 section 6): bad
+    /// percent encoding, an encoded `/`, `\` or NUL in its path.
+    BadUri,
+    /// A server id that holds `/`: `server/tool` would split two ways.
+    BadServer,
 }
 
 macro_rules! as_str {
@@ -54,12 +62,13 @@ macro_rules! as_str {
 }
 
 as_str!(Verdict { Allow => "allow", Ask => "ask", Deny => "deny" });
-as_str!(Source { Visibility => "visibility", Deny => "deny", Pin => "pin", Ask => "ask", Allow => "allow", Default => "default" });
+as_str!(Source { Visibility => "visibility", Deny => "deny", Pin => "pin", Ask => "ask", Allow => "allow", Default => "default", Request => "request" });
 as_str!(Reason {
     Hidden => "hidden", DenyRule => "deny_rule", AskRule => "ask_rule", AllowRule => "allow_rule",
     PredicateFailed => "predicate_failed", NoApprover => "no_approver",
     DefinitionChanged => "definition_changed", NoRule => "no_rule",
     OutOfScope => "out_of_scope", NoPolicy => "no_policy",
+    BadUri => "bad_uri", BadServer => "bad_server",
 });
 
 /// A decision.
@@ -68,8 +77,8 @@ pub struct Decision {
     pub decision: Verdict,
     pub source: Source,
     pub reason: Reason,
-    /// The deciding rule's id; `None` for visibility, the pin, the default
-    /// and out-of-scope.
+    /// The deciding rule's id; `None` for visibility, the pin, the default,
+    /// out-of-scope and a refused request.
     pub rule_id: Option<Arc<str>>,
     /// Where the deciding rule is written.
     #[serde(skip)]

@@ -8,6 +8,8 @@ use crate::syntax::Span;
 /// A stage of the decision procedure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stage {
+    /// The request itself: its server id, a resource's URI normalized.
+    Request,
     Scope,
     Visibility,
     Deny,
@@ -20,6 +22,7 @@ pub enum Stage {
 impl Stage {
     pub fn as_str(self) -> &'static str {
         match self {
+            Stage::Request => "request",
             Stage::Scope => "scope",
             Stage::Visibility => "visibility",
             Stage::Deny => "deny",
