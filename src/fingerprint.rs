@@ -40,6 +40,16 @@ pub enum FingerprintError {
     /// The lock file is not one.
     #[error("bad lock file: {0}")]
     Lock(String),
+    /// A server id holds `/`.
+    #[error(
+        "server id `{0}` holds `/`: a server id never does, so `server/tool` splits one way only"
+    )]
+    BadServer(String),
+}
+
+/// Whether `id` can be a server id: not empty and without `/`.
+pub fn is_server_id(id: &str) -> bool {
+    !id.is_empty() && !id.contains('/')
 }
 
 /// How a JSON value's kind reads in a message: `a string`, `null`, ...
@@ -136,10 +146,14 @@ impl Lock {
             )));
         }
         for (key, fp) in &lock.tools {
-            if !key.contains('/') {
-                return Err(FingerprintError::Lock(format!(
-                    "`{key}` is not `server/tool`"
-                )));
+            // The key splits at its first `/`: a server id never holds one.
+            match key.split_once('/') {
+                Some((server, tool)) if is_server_id(server) && !tool.is_empty() => {}
+                _ => {
+                    return Err(FingerprintError::Lock(format!(
+                        "`{key}` is not `server/tool` (a server id, `/`, a tool name)"
+                    )))
+                }
             }
             if !is_fingerprint(fp) {
                 return Err(FingerprintError::Lock(format!(
@@ -153,7 +167,13 @@ impl Lock {
     /// Where `server/tool` stands, given its current fingerprint (`None`
     /// when it is not known: a locked tool then counts as changed, since it
     /// cannot be shown to be unchanged).
+    ///
+    /// A server id with `/` in it is never approved: its key would read as
+    /// another server's tool.
     pub fn approval(&self, server: &str, tool: &str, current: Option<&str>) -> ToolApproval {
+        if !is_server_id(server) {
+            return ToolApproval::New;
+        }
         let key = format!("{server}/{tool}");
         match self.tools.get(&key) {
             None => ToolApproval::New,
@@ -164,6 +184,9 @@ impl Lock {
 
     /// Adds every tool of one server's listing.
     pub fn add_listing(&mut self, server: &str, tools: &[Value]) -> Result<(), FingerprintError> {
+        if !is_server_id(server) {
+            return Err(FingerprintError::BadServer(server.to_string()));
+        }
         for tool in tools {
             let name = tool
                 .get("name")
@@ -246,5 +269,25 @@ mod tests {
         assert!(Lock::parse(&lock.to_json_pretty()).is_ok());
         assert!(Lock::parse(r#"{"version": 2, "tools": {}}"#).is_err());
         assert!(Lock::parse(r#"{"version": 1, "tools": {"fs/x": "md5:1"}}"#).is_err());
+    }
+
+    #[test]
+    fn server_ids_never_hold_a_slash() {
+        let fp = fingerprint(&read_file()).unwrap_or_default();
+        let mut lock = Lock::new();
+        assert!(matches!(
+            lock.add_listing("a/b", &[read_file()]),
+            Err(FingerprintError::BadServer(_))
+        ));
+        assert!(lock.tools.is_empty());
+        // `a/b/c` is server `a`, tool `b/c`, and nothing else.
+        let text = format!(r#"{{"version": 1, "tools": {{"a/b/c": "{fp}"}}}}"#);
+        let lock = Lock::parse(&text).unwrap();
+        assert_eq!(lock.approval("a", "b/c", Some(&fp)), ToolApproval::Approved);
+        assert_eq!(lock.approval("a/b", "c", Some(&fp)), ToolApproval::New);
+        for key in ["/x", "x/", "x"] {
+            let text = format!(r#"{{"version": 1, "tools": {{"{key}": "{fp}"}}}}"#);
+            assert!(Lock::parse(&text).is_err(), "{key}");
+        }
     }
 }

@@ -45,6 +45,7 @@ mod paths;
 mod policy;
 mod store;
 mod syntax;
+mod uri;
 #[cfg(feature = "cli")]
 mod testing;
 

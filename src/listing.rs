@@ -58,6 +58,7 @@ pub fn each_server<'v>(
                     .into(),
             );
         };
+        check_id(server)?;
         return each(server, tools);
     }
     let Value::Object(map) = value else {
@@ -72,9 +73,22 @@ pub fn each_server<'v>(
         let tools = tools_of(listing).ok_or_else(|| {
             format!("server `{id}`: expected a `tools/list` result or an array of tools")
         })?;
+        check_id(id)?;
         each(id, tools)?;
     }
     Ok(())
+}
+
+/// A server id never holds `/` (nor is empty): `server/tool` must split
+/// one way only.
+fn check_id(id: &str) -> Result<(), String> {
+    if crate::fingerprint::is_server_id(id) {
+        Ok(())
+    } else {
+        Err(format!(
+            "server id `{id}` is not usable: a server id is not empty and never holds `/` (`server/tool` splits at the first `/`)"
+        ))
+    }
 }
 
 /// The tools array of a listing, if `value` is one.
@@ -134,6 +148,15 @@ mod tests {
         );
         assert!(ids(&json!({"a": 1}), None, refuse).is_err());
         assert!(ids(&json!(1), None, refuse).is_err());
+    }
+
+    #[test]
+    fn server_ids_with_a_slash_are_refused() {
+        let refuse = IdForMap::Refuse;
+        let e = ids(&json!({"a/b": []}), None, refuse).unwrap_err();
+        assert!(e.contains("`a/b`"), "{e}");
+        assert!(ids(&json!({"tools": []}), Some("a/b"), refuse).is_err());
+        assert!(ids(&json!({"": []}), None, refuse).is_err());
     }
 
     #[test]

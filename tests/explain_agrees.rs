@@ -165,6 +165,12 @@ fn rule_strategy() -> impl Strategy<Value = String> {
         " when exists args.s or args.n == 1",
         " unless args.s in [\"ok\", 1]",
         " when host.flag",
+        " when args.n != 1",
+        " when principal != \"p\"",
+        " when args.n == 5 and args.s > 1",
+        " when args.n == 5 or args.s > 1",
+        " when not (args.n > 3 and args.s > 1)",
+        " when args.n > 10000000000000000",
     ]);
     (effect, target, cond).prop_map(|(e, t, c)| format!("{e} {t}{c}"))
 }
@@ -189,7 +195,7 @@ proptest! {
         );
         let set = PolicySet::from_text("p.mcppol", &text).unwrap();
         let policy = set.get("p").unwrap();
-        let argsets = [json!({}), json!({"n": 5, "s": "ok", "p": "/r/a"}), json!({"n": "x", "s": 3, "p": "/q"}), json!({"n": 1, "p": ["/r/a", "/t"]})];
+        let argsets = [json!({}), json!({"n": 5, "s": "ok", "p": "/r/a"}), json!({"n": "x", "s": 3, "p": "/q"}), json!({"n": 1, "p": ["/r/a", "/t"]}), serde_json::from_str::<serde_json::Value>(r#"{"n": 100000000000000000000, "s": "ok"}"#).unwrap(), json!({"n": 10000000000000001u64})];
         let ann = json!({"readOnlyHint": true});
         for (server, name) in [("a", "x"), ("a", "X-y"), ("b", "x_y"), ("c", "x"), ("a", "y")] {
             for (i, a) in argsets.iter().enumerate() {

@@ -80,7 +80,7 @@ fn reads(cond: &Cond, out: &mut BTreeSet<&'static str>) {
 
 fn rank(source: Source) -> usize {
     match source {
-        Source::Visibility => 0,
+        Source::Request | Source::Visibility => 0,
         Source::Deny => 1,
         Source::Pin => 2,
         Source::Ask => 3,

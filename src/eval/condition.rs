@@ -7,10 +7,11 @@
 //! whole condition is `Failed` matches if it is a deny or ask rule and does
 //! not if it is an allow rule, so a failure never widens access.
 
+use std::cmp::Ordering;
 use std::ops::ControlFlow;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use serde_json::Value;
+use serde_json::{Number, Value};
 
 use super::Request;
 use crate::paths;
@@ -133,9 +134,9 @@ impl Leaf<'_> {
         }
     }
 
-    fn as_f64(&self) -> Option<f64> {
+    fn as_number(&self) -> Option<&Number> {
         match self {
-            Leaf::Json(Value::Number(n)) => n.as_f64(),
+            Leaf::Json(Value::Number(n)) => Some(n),
             _ => None,
         }
     }
@@ -153,12 +154,10 @@ impl Leaf<'_> {
 /// JSON equality where `1` equals `1.0`.
 fn json_eq(a: &Value, b: &Value) -> bool {
     match (a, b) {
-        (Value::Number(x), Value::Number(y)) => match (x.as_i64(), y.as_i64()) {
-            (Some(i), Some(j)) => i == j,
-            _ => match (x.as_u64(), y.as_u64()) {
-                (Some(i), Some(j)) => i == j,
-                _ => x.as_f64() == y.as_f64(),
-            },
+        (Value::Number(x), Value::Number(y)) => match compare_numbers(x, y) {
+            Some(order) => order == Ordering::Equal,
+            // Neither can be held exactly: equal only as the same double.
+            None => x.as_f64() == y.as_f64(),
         },
         (Value::Array(x), Value::Array(y)) => {
             x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_eq(a, b))
@@ -169,6 +168,58 @@ fn json_eq(a: &Value, b: &Value) -> bool {
                     .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
         }
         _ => a == b,
+    }
+}
+
+/// A JSON number as the evaluator holds it.
+#[derive(Debug, Clone, Copy)]
+enum Exact {
+    /// An integer within 64 bits (signed or unsigned).
+    Int(i128),
+    /// A decimal, held as the double JSON parsing gave.
+    Float(f64),
+}
+
+/// 2^64: a double at or beyond this that is a whole number is an integer
+/// beyond 64 bits, which JSON parsing could only round.
+const TWO_POW_64: f64 = 18_446_744_073_709_551_616.0;
+
+/// The number, or `None` when it cannot be held exactly: an integer beyond
+/// 64 bits (parsed as a rounded double) or a value that is not finite.
+fn exact(n: &Number) -> Option<Exact> {
+    if let Some(i) = n.as_i64() {
+        return Some(Exact::Int(i128::from(i)));
+    }
+    if let Some(u) = n.as_u64() {
+        return Some(Exact::Int(i128::from(u)));
+    }
+    let f = n.as_f64()?;
+    if !f.is_finite() || (f.abs() >= TWO_POW_64 && f.fract() == 0.0) {
+        return None;
+    }
+    Some(Exact::Float(f))
+}
+
+/// An integer against a double, exactly (no rounding of the integer to a
+/// double). `f` is finite and below 2^64 in magnitude.
+fn cmp_int_float(i: i128, f: f64) -> Option<Ordering> {
+    let floor = f.floor();
+    // |floor| < 2^64 + 1, so the cast is exact.
+    let whole = floor as i128;
+    Some(match i.cmp(&whole) {
+        Ordering::Equal if f > floor => Ordering::Less,
+        order => order,
+    })
+}
+
+/// Compares two JSON numbers exactly; `None` when either cannot be held
+/// exactly (then an ordering test fails).
+pub(crate) fn compare_numbers(a: &Number, b: &Number) -> Option<Ordering> {
+    match (exact(a)?, exact(b)?) {
+        (Exact::Int(i), Exact::Int(j)) => Some(i.cmp(&j)),
+        (Exact::Float(x), Exact::Float(y)) => x.partial_cmp(&y),
+        (Exact::Int(i), Exact::Float(f)) => cmp_int_float(i, f),
+        (Exact::Float(f), Exact::Int(i)) => cmp_int_float(i, f).map(Ordering::reverse),
     }
 }
 
@@ -277,11 +328,21 @@ fn walk<'v>(
     }
 }
 
+/// What a test makes of a selector that finds nothing.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum OnMissing {
+    /// No match (comparisons, membership, regexes, paths, presence).
+    NoMatch,
+    /// A failure: `!=` on nothing is unknown, not true or false.
+    Fail,
+}
+
 fn quantify(
     facts: &Facts<'_>,
     operand: &Operand,
     quantifier: Quantifier,
     flatten: bool,
+    on_missing: OnMissing,
     test: impl Fn(Leaf<'_>) -> Tri,
 ) -> Tri {
     let mut acc = Quantified::new(quantifier);
@@ -289,6 +350,7 @@ fn quantify(
     let mut visit = |slot: Slot<'_>| {
         acc.add(match slot {
             Slot::Found(leaf) => Some(test(leaf)),
+            Slot::Missing if on_missing == OnMissing::Fail => Some(Tri::Failed),
             Slot::Missing => None,
             Slot::TooDeep => Some(Tri::Failed),
         })
@@ -317,14 +379,17 @@ fn compare(leaf: Leaf<'_>, op: CompareOp, value: &Value) -> Tri {
         CompareOp::Eq => leaf.equals(value).into(),
         CompareOp::Ne => (!leaf.equals(value)).into(),
         _ => {
-            let (Some(a), Some(b)) = (leaf.as_f64(), value.as_f64()) else {
+            let (Some(a), Value::Number(b)) = (leaf.as_number(), value) else {
+                return Tri::Failed;
+            };
+            let Some(order) = compare_numbers(a, b) else {
                 return Tri::Failed;
             };
             match op {
-                CompareOp::Lt => a < b,
-                CompareOp::Le => a <= b,
-                CompareOp::Gt => a > b,
-                _ => a >= b,
+                CompareOp::Lt => order == Ordering::Less,
+                CompareOp::Le => order != Ordering::Greater,
+                CompareOp::Gt => order == Ordering::Greater,
+                _ => order != Ordering::Less,
             }
             .into()
         }
@@ -350,25 +415,42 @@ pub(crate) fn eval_pred(pred: &Pred, facts: &Facts<'_>) -> Tri {
                 Ok(Err(_)) | Err(_) => Tri::Failed,
             },
         },
-        Test::Exists(operand) => quantify(facts, operand, q, false, |_| Tri::True),
+        Test::Exists(operand) => {
+            quantify(facts, operand, q, false, OnMissing::NoMatch, |_| Tri::True)
+        }
         Test::Compare { operand, op, value } => {
             // A list compared with `==` to a list literal is one value; with
             // anything else, each element is compared.
             let flatten = !value.is_array();
-            quantify(facts, operand, q, flatten, |leaf| compare(leaf, *op, value))
+            let on_missing = if *op == CompareOp::Ne {
+                OnMissing::Fail
+            } else {
+                OnMissing::NoMatch
+            };
+            quantify(facts, operand, q, flatten, on_missing, |leaf| {
+                compare(leaf, *op, value)
+            })
         }
-        Test::In { operand, list } => quantify(facts, operand, q, true, |leaf| {
-            list.iter().any(|v| leaf.equals(v)).into()
-        }),
-        Test::Matches { operand, regex } => quantify(facts, operand, q, true, |leaf| {
-            leaf.as_str()
-                .map_or(Tri::Failed, |s| regex.is_match(s).into())
-        }),
-        Test::Inside { operand, root } => quantify(facts, operand, q, true, |leaf| {
-            leaf.as_str().is_some_and(|s| paths::inside(s, root)).into()
-        }),
-        Test::Escapes { operand, root } => quantify(facts, operand, q, true, |leaf| {
-            (!leaf.as_str().is_some_and(|s| paths::inside(s, root))).into()
-        }),
+        Test::In { operand, list } => {
+            quantify(facts, operand, q, true, OnMissing::NoMatch, |leaf| {
+                list.iter().any(|v| leaf.equals(v)).into()
+            })
+        }
+        Test::Matches { operand, regex } => {
+            quantify(facts, operand, q, true, OnMissing::NoMatch, |leaf| {
+                leaf.as_str()
+                    .map_or(Tri::Failed, |s| regex.is_match(s).into())
+            })
+        }
+        Test::Inside { operand, root } => {
+            quantify(facts, operand, q, true, OnMissing::NoMatch, |leaf| {
+                leaf.as_str().is_some_and(|s| paths::inside(s, root)).into()
+            })
+        }
+        Test::Escapes { operand, root } => {
+            quantify(facts, operand, q, true, OnMissing::NoMatch, |leaf| {
+                (!leaf.as_str().is_some_and(|s| paths::inside(s, root))).into()
+            })
+        }
     }
 }

@@ -35,6 +35,9 @@ pub enum Source {
     Allow,
     /// No rule decided: the policy's default, its scope, or no policy.
     Default,
+    /// The request itself: a resource URI that cannot be normalized, a
+    /// server id holding `/`.
+    Request,
 }
 
 /// Why.
@@ -63,6 +66,11 @@ pub enum Reason {
     OutOfScope,
     /// The request names a policy that is not loaded.
     NoPolicy,
+    /// A resource URI that cannot be normalized (RFC 3986 section 6): bad
+    /// percent encoding, an encoded `/`, `\` or NUL in its path.
+    BadUri,
+    /// A server id that holds `/`: `server/tool` would split two ways.
+    BadServer,
 }
 
 macro_rules! as_str {
@@ -77,12 +85,13 @@ macro_rules! as_str {
 }
 
 as_str!(Verdict { Allow => "allow", Ask => "ask", Deny => "deny" });
-as_str!(Source { Visibility => "visibility", Deny => "deny", Pin => "pin", Ask => "ask", Allow => "allow", Default => "default" });
+as_str!(Source { Visibility => "visibility", Deny => "deny", Pin => "pin", Ask => "ask", Allow => "allow", Default => "default", Request => "request" });
 as_str!(Reason {
     Hidden => "hidden", DenyRule => "deny_rule", AskRule => "ask_rule", AllowRule => "allow_rule",
     PredicateFailed => "predicate_failed", NoApprover => "no_approver",
     DefinitionChanged => "definition_changed", NoRule => "no_rule",
     OutOfScope => "out_of_scope", NoPolicy => "no_policy",
+    BadUri => "bad_uri", BadServer => "bad_server",
 });
 
 /// A decision.
@@ -95,8 +104,8 @@ pub struct Decision {
     pub source: Source,
     /// Why.
     pub reason: Reason,
-    /// The deciding rule's id; `None` for visibility, the pin, the default
-    /// and out-of-scope.
+    /// The deciding rule's id; `None` for visibility, the pin, the default,
+    /// out-of-scope and a refused request.
     pub rule_id: Option<Arc<str>>,
     /// Where the deciding rule is written.
     #[serde(skip)]

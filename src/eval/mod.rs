@@ -8,6 +8,7 @@ pub mod explain;
 pub mod owned;
 mod request;
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 pub use condition::Tri;
@@ -32,13 +33,51 @@ pub(crate) struct Names<'r> {
 }
 
 impl<'r> Names<'r> {
-    pub fn new(request: &Request<'r>) -> Self {
+    /// `name` is the request's name as matched: for a resource, its
+    /// normalized URI.
+    pub fn new(server: &'r str, name: &'r str) -> Self {
         Names {
-            server: request.server,
-            name: request.name,
-            folded_server: fold_name(request.server),
-            folded_name: fold_name(request.name),
+            server,
+            name,
+            folded_server: fold_name(server),
+            folded_name: fold_name(name),
         }
+    }
+}
+
+/// Why a request is refused before any rule sees it.
+pub(crate) enum Refused {
+    /// A server id with `/` in it.
+    Server,
+    /// A resource URI that cannot be normalized.
+    Uri(crate::uri::UriError),
+}
+
+impl Refused {
+    pub fn decision(&self) -> Decision {
+        let reason = match self {
+            Refused::Server => Reason::BadServer,
+            Refused::Uri(_) => Reason::BadUri,
+        };
+        Decision::new(Verdict::Deny, Source::Request, reason)
+    }
+}
+
+/// Whether a server id can name a server: never with `/` in it.
+pub(crate) fn check_server(server: &str) -> Result<(), Refused> {
+    if server.contains('/') {
+        Err(Refused::Server)
+    } else {
+        Ok(())
+    }
+}
+
+/// The name rules match: a resource's URI normalized (RFC 3986 section 6),
+/// any other name as it is.
+pub(crate) fn matched_name<'a>(request: &Request<'a>) -> Result<Cow<'a, str>, Refused> {
+    match request.kind {
+        TargetKind::Resource => crate::uri::normalize(request.name).map_err(Refused::Uri),
+        _ => Ok(Cow::Borrowed(request.name)),
     }
 }
 
@@ -149,10 +188,17 @@ fn decide_quietly(policy: &Policy, request: &Request<'_>) -> Decision {
         TargetKind::Resource => settings.scope.resources,
         TargetKind::Prompt => settings.scope.prompts,
     };
+    if let Err(refused) = check_server(request.server) {
+        return refused.decision();
+    }
     if !in_scope {
         return Decision::new(Verdict::Allow, Source::Default, Reason::OutOfScope);
     }
-    let names = Names::new(request);
+    let name = match matched_name(request) {
+        Ok(name) => name,
+        Err(refused) => return refused.decision(),
+    };
+    let names = Names::new(request.server, &name);
     if kind == TargetKind::Tool
         && !policy.is_visible_folded(
             names.server,

@@ -1,5 +1,11 @@
 //! Name folding for loose matching: lower-case, and `-`, `.` and `_` made
 //! equal, so `Delete-Repo` and `delete_repo` fold to the same text.
+//!
+//! Folding maps each character to exactly one character, so a `?` in a
+//! folded pattern still lines up with one character of a folded name and
+//! loose matching only ever adds matches to exact matching. A character
+//! whose lower case is more than one character (`İ` lower-cases to `i` and
+//! a combining dot) is kept as it is.
 
 use std::borrow::Cow;
 use std::ops::Deref;
@@ -15,10 +21,20 @@ pub fn fold(name: &str) -> Cow<'_, str> {
         match c {
             '-' | '.' | '_' => out.push('_'),
             c if c.is_ascii() => out.push(c.to_ascii_lowercase()),
-            c => out.extend(c.to_lowercase()),
+            c => out.push(fold_char(c)),
         }
     }
     Cow::Owned(out)
+}
+
+/// A simple one-to-one case fold: the lower case of `c` when that is one
+/// character, else `c` itself.
+pub fn fold_char(c: char) -> char {
+    let mut lower = c.to_lowercase();
+    match (lower.next(), lower.next()) {
+        (Some(l), None) => l,
+        _ => c,
+    }
 }
 
 /// Whether folding leaves `name` as it is.
@@ -107,11 +123,25 @@ mod tests {
     }
 
     #[test]
+    fn every_character_folds_to_one_character() {
+        use crate::policy::glob::Glob;
+        let one = Glob::new(&fold("a?b"));
+        for c in (0..=char::MAX as u32).filter_map(char::from_u32) {
+            let name = format!("a{c}b");
+            assert_eq!(fold(&name).chars().count(), 3, "{c:?}");
+            assert!(one.matches(&fold(&name)), "{c:?}");
+        }
+    }
+
+    #[test]
     fn folds_case_and_punctuation() {
         assert_eq!(fold("Delete-Repo"), "delete_repo");
         assert_eq!(fold("DELETE.REPO"), "delete_repo");
         assert_eq!(fold("delete_repo"), "delete_repo");
         assert_eq!(fold("ÉCRIRE"), "écrire");
+        // One character stays one character.
+        assert_eq!(fold("aİb"), "aİb");
+        assert_eq!(fold("ẞ"), "ß");
         assert!(matches!(fold("get_user_2"), std::borrow::Cow::Borrowed(_)));
     }
 }

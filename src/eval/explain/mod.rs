@@ -51,6 +51,7 @@ impl<'p> Explainer<'p> {
             policy,
             request,
             settings_ast: &self.settings,
+            name: request.name.to_string(),
             steps: Vec::new(),
         };
         let decision = ex.run();

@@ -9,6 +9,8 @@ use crate::syntax::Span;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Stage {
+    /// The request itself: its server id, a resource's URI normalized.
+    Request,
     /// Whether the policy governs this kind of request (`scope`).
     Scope,
     /// The `tools {}` block.
@@ -29,6 +31,7 @@ impl Stage {
     /// The stage's name: `deny`, `pin`, ...
     pub fn as_str(self) -> &'static str {
         match self {
+            Stage::Request => "request",
             Stage::Scope => "scope",
             Stage::Visibility => "visibility",
             Stage::Deny => "deny",

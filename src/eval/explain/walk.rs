@@ -3,7 +3,10 @@
 
 use std::sync::Arc;
 
-use crate::eval::{by_rule, trusts, Decision, Facts, Names, Reason, Request, Source, Tri, Verdict};
+use crate::eval::{
+    by_rule, check_server, matched_name, trusts, Decision, Facts, Names, Reason, Refused, Request,
+    Source, Tri, Verdict,
+};
 use crate::fingerprint::ToolApproval;
 use crate::policy::{DefaultDecision, Policy, Rule};
 use crate::syntax::{Effect, Span, TargetKind};
@@ -15,6 +18,8 @@ pub(super) struct Walk<'a, 'r> {
     pub(super) policy: &'a Policy,
     pub(super) request: &'a Request<'r>,
     pub(super) settings_ast: &'a SettingSpans,
+    /// The name as rules match it: a resource's normalized URI.
+    pub(super) name: String,
     pub(super) steps: Vec<ExplainStep>,
 }
 
@@ -43,7 +48,7 @@ impl<'a, 'r> Walk<'a, 'r> {
             "{} `{}/{}`",
             self.request.kind.as_str(),
             self.request.server,
-            self.request.name
+            self.name
         )
     }
 
@@ -59,6 +64,18 @@ impl<'a, 'r> Walk<'a, 'r> {
             TargetKind::Prompt => settings.scope.prompts,
         };
         let scope_span = self.settings_ast.scope.unwrap_or(name_span);
+        if let Err(refused) = check_server(request.server) {
+            self.step(
+                Stage::Request,
+                name_span,
+                Outcome::Decided,
+                format!(
+                    "the server id `{}` holds `/`, so `server/tool` would split two ways: the request is refused",
+                    request.server
+                ),
+            );
+            return refused.decision();
+        }
         if !in_scope {
             self.step(
                 Stage::Scope,
@@ -71,6 +88,37 @@ impl<'a, 'r> Walk<'a, 'r> {
                 ),
             );
             return Decision::new(Verdict::Allow, Source::Default, Reason::OutOfScope);
+        }
+        match matched_name(request) {
+            Err(refused) => {
+                let why = match &refused {
+                    Refused::Uri(e) => e.to_string(),
+                    Refused::Server => String::new(),
+                };
+                self.step(
+                    Stage::Request,
+                    name_span,
+                    Outcome::Decided,
+                    format!(
+                        "the URI `{}` cannot be normalized ({why}): the read is refused before any rule",
+                        request.name
+                    ),
+                );
+                return refused.decision();
+            }
+            Ok(name) if kind == TargetKind::Resource => {
+                let detail = if name == request.name {
+                    format!("the URI `{name}` is already normal (RFC 3986 section 6)")
+                } else {
+                    format!(
+                        "the URI `{}` is matched as `{name}` (normalized: RFC 3986 section 6, dot segments removed)",
+                        request.name
+                    )
+                };
+                self.name = name.into_owned();
+                self.step(Stage::Request, name_span, Outcome::Passed, detail);
+            }
+            Ok(_) => {}
         }
         if kind == TargetKind::Tool {
             let vis_span = policy.visibility.as_ref().map_or(name_span, |v| v.span);
@@ -117,7 +165,8 @@ impl<'a, 'r> Walk<'a, 'r> {
             }
         }
         let approver = request.approver_available();
-        let names = Names::new(request);
+        let matched = self.name.clone();
+        let names = Names::new(request.server, &matched);
         let facts = Facts::new(request, trusts(policy, request), true);
 
         if let Some((rule, t)) = self.first(Effect::Deny, &names, &facts, false) {
