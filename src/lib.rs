@@ -35,6 +35,7 @@ pub mod eval;
 pub mod fingerprint;
 pub mod fmt;
 pub mod host;
+pub(crate) mod io;
 pub mod lint;
 pub(crate) mod listing;
 pub mod paths;
@@ -93,22 +94,11 @@ impl PolicySet {
     }
 }
 
-/// Reads a policy file, refusing one too large to be a policy before it is
-/// read whole.
+/// Reads a policy file: a regular file only (not a folder, FIFO or
+/// device, nor a link to one), and never more than
+/// [`syntax::MAX_FILE_BYTES`], whatever its metadata says.
 pub fn read_policy_file(path: &Path) -> Result<String, String> {
-    let meta =
-        std::fs::metadata(path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
-    if meta.len() > syntax::MAX_FILE_BYTES as u64 {
-        return Err(format!(
-            "`{}` is {} bytes, more than the {} a policy file may have",
-            path.display(),
-            meta.len(),
-            syntax::MAX_FILE_BYTES
-        ));
-    }
-    let bytes =
-        std::fs::read(path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
-    String::from_utf8(bytes).map_err(|e| format!("`{}` is not UTF-8 text: {e}", path.display()))
+    io::read_text(path, syntax::MAX_FILE_BYTES as u64, "policy file")
 }
 
 impl Policy {

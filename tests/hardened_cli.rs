@@ -1,0 +1,207 @@
+//! The command line under hostile input and first-hour mistakes (issue 8):
+//! only regular files are read, each with a bound; `explain` escapes what
+//! the caller controls; `--lock` needs `--tool-def`; `--tools` repeats;
+//! `eval --request`; a failed coverage counts on the closing line. The real
+//! binary each time, with a generous time limit where a runaway input would
+//! hang or exhaust memory.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use assert_cmd::Command;
+
+/// Far more than any of these runs needs; a runaway read would pass it.
+const LIMIT: Duration = Duration::from_secs(60);
+
+const POLICY: &str = r#"policy main {
+  deny  "*/delete_repo"
+  ask   "github/create_*"
+  allow "github/get_*"
+  allow "fs/read_file"
+}
+"#;
+
+struct Dir(tempfile::TempDir);
+
+impl Dir {
+    fn new() -> Self {
+        Dir(tempfile::tempdir().unwrap())
+    }
+    fn path(&self) -> &Path {
+        self.0.path()
+    }
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.0.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+    /// Replaces the temporary folder's path with `DIR` for snapshots.
+    fn scrub(&self, text: &str) -> String {
+        text.replace(&self.path().display().to_string(), "DIR")
+    }
+}
+
+#[cfg(unix)]
+fn fifo(dir: &Dir, name: &str) -> PathBuf {
+    let path = dir.path().join(name);
+    let status = std::process::Command::new("mkfifo")
+        .arg(&path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    path
+}
+
+#[cfg(unix)]
+fn link_to_zero(dir: &Dir, name: &str) -> PathBuf {
+    let path = dir.path().join(name);
+    std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+    path
+}
+
+fn mcppol() -> Command {
+    let mut cmd = Command::cargo_bin("mcppol").unwrap();
+    cmd.timeout(LIMIT).env("NO_COLOR", "1");
+    cmd
+}
+
+/// (status, stdout, stderr)
+fn run(cmd: &mut Command) -> (i32, String, String) {
+    let out = cmd.output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+// ------------------------------------------------ only regular files, bounded
+
+#[cfg(unix)]
+#[test]
+fn check_refuses_a_link_to_dev_zero_in_a_folder() {
+    let dir = Dir::new();
+    dir.write("good.mcppol", POLICY);
+    link_to_zero(&dir, "zero.mcppol");
+    let (status, _, stderr) = run(mcppol().arg("check").arg(dir.path()));
+    assert_eq!(status, 1, "{stderr}");
+    let stderr = dir.scrub(&stderr);
+    assert!(
+        stderr.contains("`DIR/zero.mcppol` is a device, not a regular file"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("checked 2 files: 1 error"), "{stderr}");
+}
+
+#[cfg(unix)]
+#[test]
+fn eval_on_a_fifo_policy_does_not_hang() {
+    let dir = Dir::new();
+    let pipe = fifo(&dir, "policy.mcppol");
+    let (status, stdout, stderr) = run(mcppol()
+        .args(["eval", "--tool", "a/b", "--policy"])
+        .arg(&pipe));
+    assert_eq!(status, 2, "{stderr}");
+    assert!(stdout.is_empty());
+    insta::assert_snapshot!("eval_policy_fifo", dir.scrub(&stderr));
+}
+
+#[cfg(unix)]
+#[test]
+fn every_json_file_flag_refuses_devices_and_fifos() {
+    let dir = Dir::new();
+    let policy = dir.write("p.mcppol", POLICY);
+    let zero = link_to_zero(&dir, "zero.json");
+    let pipe = fifo(&dir, "pipe.json");
+    for bad in [&zero, &pipe] {
+        let at = format!("@{}", bad.display());
+        let cases: Vec<Vec<String>> = vec![
+            vec!["--args".into(), at.clone()],
+            vec!["--tool-def".into(), at.clone()],
+            vec!["--annotations".into(), at.clone()],
+            vec!["--assigns".into(), at.clone()],
+            vec![
+                "--tool-def".into(),
+                r#"{"name":"get_user"}"#.into(),
+                "--lock".into(),
+                bad.display().to_string(),
+            ],
+        ];
+        for extra in cases {
+            let (status, stdout, stderr) = run(mcppol()
+                .args(["eval", "--tool", "github/get_user", "--policy"])
+                .arg(&policy)
+                .args(&extra));
+            assert_eq!(status, 2, "{extra:?}: {stderr}");
+            assert!(stdout.is_empty(), "{extra:?}");
+            assert!(
+                stderr.contains("not a regular file"),
+                "{extra:?}: {stderr}"
+            );
+        }
+        let tools = format!("gh={}", bad.display());
+        for verb in [
+            vec!["table", "--policy", policy.to_str().unwrap()],
+            vec!["lock"],
+        ] {
+            let (status, _, stderr) = run(mcppol().args(&verb).args(["--tools", &tools]));
+            assert_eq!(status, 2, "{verb:?}: {stderr}");
+            assert!(stderr.contains("not a regular file"), "{verb:?}: {stderr}");
+        }
+        let (status, _, stderr) = run(mcppol().arg("fingerprint").arg(bad));
+        assert_eq!(status, 1, "{stderr}");
+        assert!(stderr.contains("not a regular file"), "{stderr}");
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_test_file_reading_dev_zero_is_refused() {
+    let dir = Dir::new();
+    dir.write("p.mcppol", POLICY);
+    link_to_zero(&dir, "zero.json");
+    let test = dir.write(
+        "p.mcppoltest",
+        "case endless arguments\n  tool github/get_user\n  args @zero.json\n  expect allow\n",
+    );
+    let (status, _, stderr) = run(mcppol().arg("test").arg(&test));
+    assert_eq!(status, 2, "{stderr}");
+    insta::assert_snapshot!("test_args_dev_zero", dir.scrub(&stderr));
+}
+
+#[test]
+fn a_file_larger_than_the_limit_is_refused_whatever_it_holds() {
+    let dir = Dir::new();
+    let policy = dir.write("p.mcppol", POLICY);
+    // Sparse: 17 MiB of nothing, more than the 16 MiB a JSON file may have.
+    let big = dir.path().join("big.json");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(17 * 1024 * 1024)
+        .unwrap();
+    let (status, _, stderr) = run(mcppol()
+        .args(["eval", "--tool", "github/get_user", "--policy"])
+        .arg(&policy)
+        .arg("--args")
+        .arg(format!("@{}", big.display())));
+    assert_eq!(status, 2);
+    insta::assert_snapshot!("eval_args_too_large", dir.scrub(&stderr));
+}
+
+#[test]
+fn standard_input_is_bounded() {
+    let dir = Dir::new();
+    let policy = dir.write("p.mcppol", POLICY);
+    let endless = vec![b' '; 17 * 1024 * 1024];
+    let (status, _, stderr) = run(mcppol()
+        .args(["eval", "--tool", "github/get_user", "--args", "@-", "--policy"])
+        .arg(&policy)
+        .write_stdin(endless));
+    assert_eq!(status, 2);
+    assert!(
+        stderr.contains("standard input has more than 16777216 bytes"),
+        "{stderr}"
+    );
+}
