@@ -31,6 +31,7 @@
 pub mod cli;
 pub mod compile;
 pub mod diagnostics;
+pub(crate) mod escape;
 pub mod eval;
 pub mod fingerprint;
 pub mod fmt;

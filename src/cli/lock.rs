@@ -11,6 +11,7 @@ use serde_json::json;
 use super::listing::read_listing;
 use super::request_args::read_lock;
 use super::{exit, usage_error, Format};
+use crate::escape::escape;
 use crate::fingerprint::{fingerprint, Lock};
 
 #[derive(Args, Debug)]
@@ -91,13 +92,13 @@ pub fn run(args: LockArgs) -> u8 {
     match args.format {
         Format::Human => {
             for k in &changed {
-                println!("changed   {k}");
+                println!("changed   {}", escape(k));
             }
             for k in &appeared {
-                println!("appeared  {k}");
+                println!("appeared  {}", escape(k));
             }
             for k in &vanished {
-                println!("vanished  {k}");
+                println!("vanished  {}", escape(k));
             }
             println!(
                 "{}: {} changed, {} appeared, {} vanished, {unchanged} unchanged",
