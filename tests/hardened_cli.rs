@@ -244,3 +244,35 @@ fn explain_escapes_what_the_caller_controls() {
     assert!(!stdout.contains('\u{1b}'), "{stdout}");
     insta::assert_snapshot!("explain_escaped", dir.scrub(&stdout));
 }
+
+// ------------------------------------------------- --lock needs --tool-def
+
+#[test]
+fn lock_without_tool_def_is_a_usage_error() {
+    let dir = Dir::new();
+    let policy = dir.write("p.mcppol", POLICY);
+    let lock = dir.write(
+        "lock.json",
+        r#"{"version": 1, "tools": {"fs/read_file": "sha256:0000000000000000000000000000000000000000000000000000000000000000"}}"#,
+    );
+    for verb in ["eval", "explain"] {
+        let (status, stdout, stderr) = run(mcppol()
+            .args([verb, "--tool", "fs/read_file", "--policy"])
+            .arg(&policy)
+            .arg("--lock")
+            .arg(&lock));
+        assert_eq!(status, 2, "{verb}: {stderr}");
+        assert!(stdout.is_empty(), "{verb}: no false definition_changed");
+        if verb == "eval" {
+            insta::assert_snapshot!("eval_lock_without_tool_def", stderr);
+        }
+    }
+    // With the definition, the lock decides.
+    let (status, stdout, _) = run(mcppol()
+        .args(["eval", "--tool", "fs/read_file", "--policy"])
+        .arg(&policy)
+        .args(["--tool-def", r#"{"name": "read_file"}"#, "--lock"])
+        .arg(&lock));
+    assert_eq!(status, 0);
+    assert!(stdout.contains(r#""reason":"definition_changed""#), "{stdout}");
+}
