@@ -276,3 +276,57 @@ fn lock_without_tool_def_is_a_usage_error() {
     assert_eq!(status, 0);
     assert!(stdout.contains(r#""reason":"definition_changed""#), "{stdout}");
 }
+
+// ------------------------------------------------------ --tools repeats
+
+const FS_TOOLS: &str = "tests/fixtures/tools/server-filesystem.tools.json";
+
+#[test]
+fn table_and_lock_take_several_listings() {
+    let dir = Dir::new();
+    let policy = dir.write("p.mcppol", POLICY);
+    let gh = dir.write(
+        "gh.json",
+        r#"{"tools": [{"name": "get_user"}, {"name": "create_issue"}]}"#,
+    );
+    let fs = format!("fs={FS_TOOLS}");
+    let gh_spec = format!("github={}", gh.display());
+    let (status, stdout, stderr) = run(mcppol()
+        .args(["table", "--format", "json", "--policy"])
+        .arg(&policy)
+        .args(["--tools", &fs, "--tools", &gh_spec]));
+    assert_eq!(status, 0, "{stderr}");
+    let table: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let names: Vec<String> = table["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| format!("{}/{}", t["server"].as_str().unwrap(), t["tool"].as_str().unwrap()))
+        .collect();
+    assert!(names.contains(&"fs/read_file".to_string()), "{names:?}");
+    assert!(names.contains(&"github/get_user".to_string()), "{names:?}");
+    assert!(names.contains(&"github/create_issue".to_string()), "{names:?}");
+
+    let (status, lock, stderr) = run(mcppol().args(["lock", "--tools", &fs, "--tools", &gh_spec]));
+    assert_eq!(status, 0, "{stderr}");
+    let lock = mcppol::Lock::parse(&lock).unwrap();
+    assert!(lock.tools.contains_key("fs/read_file"));
+    assert!(lock.tools.contains_key("github/create_issue"));
+    let lock_path = dir.write("mcppol.lock", &lock.to_json_pretty());
+    let (status, stdout, stderr) = run(mcppol()
+        .args(["lock", "--check", "--tools", &fs, "--tools", &gh_spec, "--lock"])
+        .arg(&lock_path));
+    assert_eq!(status, 0, "{stderr}");
+    assert!(stdout.contains("0 changed, 0 appeared, 0 vanished"), "{stdout}");
+}
+
+#[test]
+fn a_tool_listed_twice_is_refused() {
+    let dir = Dir::new();
+    let gh = dir.write("gh.json", r#"{"tools": [{"name": "get_user"}]}"#);
+    let spec = format!("github={}", gh.display());
+    let (status, stdout, stderr) = run(mcppol().args(["lock", "--tools", &spec, "--tools", &spec]));
+    assert_eq!(status, 2);
+    assert!(stdout.is_empty());
+    insta::assert_snapshot!("lock_tool_listed_twice", dir.scrub(&stderr));
+}

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::{json, Value};
 
-use super::listing::read_listing;
+use super::listing::read_listings;
 use super::request_args::read_lock;
 use super::{color, exit, usage_error, Format};
 use crate::eval::owned::RequestSpec;
@@ -25,10 +25,11 @@ pub struct TableArgs {
     /// Which policy of the file (needed when it holds several).
     #[arg(long, value_name = "POLICY")]
     name: Option<String>,
-    /// The listing: `[ID=]FILE` holding a `tools/list` result, an array of
-    /// tools, or a map of server id to either.
-    #[arg(long, value_name = "[ID=]FILE")]
-    tools: String,
+    /// A listing: `[ID=]FILE` holding a `tools/list` result, an array of
+    /// tools, or a map of server id to either. May repeat (several
+    /// servers' listings).
+    #[arg(long, value_name = "[ID=]FILE", required = true)]
+    tools: Vec<String>,
     /// The server id of a listing that names none.
     #[arg(long, value_name = "ID")]
     server: Option<String>,
@@ -156,7 +157,7 @@ fn decision_json(d: &Decision, policy: &Policy) -> Value {
 }
 
 pub fn run(args: TableArgs) -> u8 {
-    let listed = match read_listing(&args.tools, args.server.as_deref()) {
+    let listed = match read_listings(&args.tools, args.server.as_deref()) {
         Ok(l) => l,
         Err(e) => return usage_error(&e, None),
     };
