@@ -330,3 +330,27 @@ fn a_tool_listed_twice_is_refused() {
     assert!(stdout.is_empty());
     insta::assert_snapshot!("lock_tool_listed_twice", dir.scrub(&stderr));
 }
+
+// --------------------------------------- a failed coverage is not a clean run
+
+#[test]
+fn failed_coverage_counts_on_the_closing_line() {
+    let dir = Dir::new();
+    dir.write(
+        "p.mcppol",
+        "policy p {\n  deny \"a/x\"\n  allow \"a/y\"\n}\n",
+    );
+    let test = dir.write(
+        "p.mcppoltest",
+        "case x is denied\n  tool a/x\n  expect deny rule_id=deny:0\n",
+    );
+    let (status, stdout, _) = run(mcppol().args(["test", "--coverage"]).arg(&test));
+    assert_eq!(status, 1, "{stdout}");
+    let last = stdout.lines().last().unwrap();
+    assert_eq!(last, "1 passed, 1 failed", "{stdout}");
+    insta::assert_snapshot!("test_coverage_failed", dir.scrub(&stdout));
+    // Without --coverage the same file passes.
+    let (status, stdout, _) = run(mcppol().arg("test").arg(&test));
+    assert_eq!(status, 0);
+    assert_eq!(stdout.lines().last().unwrap(), "1 passed, 0 failed");
+}
