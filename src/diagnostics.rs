@@ -35,6 +35,17 @@ impl SourceFile {
         })
     }
 
+    /// The 1-based line of a byte offset (what [`SourceFile::line_col`]
+    /// gives first, without counting the column).
+    pub fn line_of(&self, offset: usize) -> usize {
+        let starts = self.line_starts.get_or_init(|| {
+            std::iter::once(0)
+                .chain(self.text.match_indices('\n').map(|(i, _)| i + 1))
+                .collect()
+        });
+        starts.partition_point(|s| *s <= offset).max(1)
+    }
+
     /// 1-based line and column (in characters) of a byte offset.
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
         let offset = floor_char_boundary(&self.text, offset.min(self.text.len()));

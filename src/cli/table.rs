@@ -145,17 +145,6 @@ fn cell(d: &Decision) -> String {
     format!("{:<5} {by}", d.decision.as_str())
 }
 
-fn decision_json(d: &Decision, policy: &Policy) -> Value {
-    let mut v = d.to_json();
-    if let (Value::Object(map), Some(span)) = (&mut v, d.rule_span) {
-        map.insert(
-            "line".into(),
-            Value::from(policy.source.line_col(span.start).0),
-        );
-    }
-    v
-}
-
 pub fn run(args: TableArgs) -> u8 {
     let listed = match read_listings(&args.tools, args.server.as_deref()) {
         Ok(l) => l,
@@ -214,8 +203,8 @@ pub fn run(args: TableArgs) -> u8 {
                         "server": tool.server,
                         "tool": tool.name,
                         "approval": serde_json::to_value(approval).unwrap_or(Value::Null),
-                        "with_approver": decision_json(w, policy),
-                        "without_approver": decision_json(wo, policy),
+                        "with_approver": w.to_json(),
+                        "without_approver": wo.to_json(),
                         "depends_on": dep,
                     })
                 })

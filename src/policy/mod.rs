@@ -84,6 +84,8 @@ pub struct Visibility {
 #[derive(Debug, Clone)]
 pub struct Policy {
     pub name: String,
+    /// `name`, shared by every decision the policy makes.
+    pub(crate) shared_name: Arc<str>,
     pub settings: Settings,
     pub visibility: Option<Visibility>,
     pub(crate) lists: [RuleList; 3],
