@@ -249,7 +249,12 @@ pub fn render_all(diagnostics: &[Diagnostic], color: bool) -> String {
 }
 
 /// The errors that stopped a file from loading: every one that was found.
-#[derive(Debug, Clone)]
+///
+/// `Debug` draws the diagnostics as `Display`'s long form does (file,
+/// line, snippet, help), not the structure: a host whose `main` returns
+/// this error (or a `Box<dyn Error>` holding it) prints something a person
+/// can act on.
+#[derive(Clone)]
 pub struct LoadError {
     pub diagnostics: Vec<Diagnostic>,
 }
@@ -287,6 +292,16 @@ impl fmt::Display for LoadError {
             }
             None => f.write_str("the policy did not load"),
         }
+    }
+}
+
+impl fmt::Debug for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.diagnostics.is_empty() {
+            return f.write_str("the policy did not load");
+        }
+        f.write_str("the policy did not load:\n\n")?;
+        f.write_str(self.render(false).trim_end())
     }
 }
 

@@ -354,3 +354,34 @@ fn failed_coverage_counts_on_the_closing_line() {
     assert_eq!(status, 0);
     assert_eq!(stdout.lines().last().unwrap(), "1 passed, 0 failed");
 }
+
+// ------------------------------------------------- readable ends, not dumps
+
+#[test]
+fn a_closed_standard_output_ends_quietly() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let dir = Dir::new();
+    // More output than a pipe holds, so the write fails whenever the
+    // reader goes away.
+    let tools: Vec<String> = (0..5000)
+        .map(|i| format!(r#"{{"name": "tool_{i}"}}"#))
+        .collect();
+    let listing = dir.write("big.json", &format!(r#"{{"tools": [{}]}}"#, tools.join(",")));
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("mcppol"))
+        .arg("lock")
+        .arg("--tools")
+        .arg(format!("s={}", listing.display()))
+        .env("RUST_BACKTRACE", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let _ = std::io::stderr().flush();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(141), "{stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+}
