@@ -38,6 +38,17 @@ impl SourceFile {
         })
     }
 
+    /// The 1-based line of a byte offset (what [`SourceFile::line_col`]
+    /// gives first, without counting the column).
+    pub fn line_of(&self, offset: usize) -> usize {
+        let starts = self.line_starts.get_or_init(|| {
+            std::iter::once(0)
+                .chain(self.text.match_indices('\n').map(|(i, _)| i + 1))
+                .collect()
+        });
+        starts.partition_point(|s| *s <= offset).max(1)
+    }
+
     /// 1-based line and column (in characters) of a byte offset.
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
         let offset = floor_char_boundary(&self.text, offset.min(self.text.len()));
@@ -251,7 +262,12 @@ pub fn render_all(diagnostics: &[Diagnostic], color: bool) -> String {
 }
 
 /// The errors that stopped a file from loading: every one that was found.
-#[derive(Debug, Clone)]
+///
+/// `Debug` draws the diagnostics as `Display`'s long form does (file,
+/// line, snippet, help), not the structure: a host whose `main` returns
+/// this error (or a `Box<dyn Error>` holding it) prints something a person
+/// can act on.
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct LoadError {
     /// Every error (and warning) found, in text order.
@@ -291,6 +307,16 @@ impl fmt::Display for LoadError {
             }
             None => f.write_str("the policy did not load"),
         }
+    }
+}
+
+impl fmt::Debug for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.diagnostics.is_empty() {
+            return f.write_str("the policy did not load");
+        }
+        f.write_str("the policy did not load:\n\n")?;
+        f.write_str(self.render(false).trim_end())
     }
 }
 

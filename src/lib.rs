@@ -35,19 +35,21 @@
 mod cli;
 mod compile;
 mod diagnostics;
+mod escape;
 mod eval;
 mod fingerprint;
 mod fmt;
 mod host;
+mod io;
 mod lint;
 mod listing;
 mod paths;
 mod policy;
 mod store;
 mod syntax;
-mod uri;
 #[cfg(feature = "cli")]
 mod testing;
+mod uri;
 
 /// The README's Rust examples, compiled and run as doc tests.
 #[doc = include_str!("../README.md")]
@@ -66,7 +68,10 @@ pub use fmt::{format, FmtError};
 pub use host::{HostPredicate, HostPredicates};
 pub use lint::{check_text, Lint, LintOptions, Listing, ListingError, LINTS};
 pub use policy::{DefaultDecision, PickError, Policy, PolicySet, Scope, Settings, Trusted};
-pub use store::{FileStatus, LastError, PolicyStatus, Reloaded, Status, Store, StoreError, Watch};
+pub use store::{
+    FileStatus, LastError, PolicyStatus, Reloaded, Status, Store, StoreError, Swapped, Watch,
+    SUBSCRIBER_BACKLOG,
+};
 pub use syntax::{Span, TargetKind, MAX_FILE_BYTES};
 
 /// Internals that the parser's differential tests (`tests/fast_parser.rs`)
@@ -117,22 +122,11 @@ impl PolicySet {
     }
 }
 
-/// Reads a policy file, refusing one too large to be a policy before it is
-/// read whole.
+/// Reads a policy file: a regular file only (not a folder, FIFO or
+/// device, nor a link to one), and never more than
+/// [`syntax::MAX_FILE_BYTES`], whatever its metadata says.
 pub(crate) fn read_policy_file(path: &Path) -> Result<String, String> {
-    let meta =
-        std::fs::metadata(path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
-    if meta.len() > syntax::MAX_FILE_BYTES as u64 {
-        return Err(format!(
-            "`{}` is {} bytes, more than the {} a policy file may have",
-            path.display(),
-            meta.len(),
-            syntax::MAX_FILE_BYTES
-        ));
-    }
-    let bytes =
-        std::fs::read(path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
-    String::from_utf8(bytes).map_err(|e| format!("`{}` is not UTF-8 text: {e}", path.display()))
+    io::read_text(path, syntax::MAX_FILE_BYTES as u64, "policy file")
 }
 
 impl Policy {

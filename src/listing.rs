@@ -28,7 +28,7 @@ pub fn split_spec<'a>(spec: &'a str, server: Option<&'a str>) -> (Option<&'a str
 
 /// Reads the JSON file at `path`.
 pub fn read_json(path: &str) -> Result<Value, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read `{path}`: {e}"))?;
+    let text = crate::io::read_text(Path::new(path), crate::io::MAX_JSON_BYTES, "tool listing")?;
     serde_json::from_str(&text).map_err(|e| format!("`{path}` is not JSON: {e}"))
 }
 

@@ -99,6 +99,8 @@ fn explain_skips_globs_for_a_new_tool() {
         policy.to_str().unwrap(),
         "--tool",
         "fs/new_tool",
+        "--tool-def",
+        r#"{"name": "new_tool"}"#,
         "--lock",
         lock.to_str().unwrap(),
     ]);
@@ -401,6 +403,7 @@ case ... which the host may say it trusts
   expect allow rule_id=ro
 case a lock file makes the tool new: an exact allow still applies
   tool mail/send
+  tool_def {"name": "send"}
   lock @lock.json
   expect allow rule_id=allow:3
 case taint

@@ -249,7 +249,17 @@ fn eval_tool_def_and_lock_decide_pin_and_new() {
         (j["source"].as_str(), j["reason"].as_str()),
         (Some("pin"), Some("definition_changed"))
     );
-    let (_, j, _) = eval(&p, &["--tool", "fs/list_dir", "--lock", &lock_arg]);
+    let (_, j, _) = eval(
+        &p,
+        &[
+            "--tool",
+            "fs/list_dir",
+            "--tool-def",
+            r#"{"name":"list_dir"}"#,
+            "--lock",
+            &lock_arg,
+        ],
+    );
     assert_eq!(
         j["reason"], "no_rule",
         "a new tool is not allowed by a glob"

@@ -1,7 +1,6 @@
 //! `mcppol eval`: decide one request and print the decision as JSON.
 
 use clap::Args;
-use serde_json::Value;
 
 use super::request_args::RequestArgs;
 use super::{exit, usage_error};
@@ -22,16 +21,7 @@ pub fn run(args: EvalArgs) -> u8 {
         Err(status) => return status,
     };
     let decision = owned.with_request(|request| policy.decide(request));
-    let mut out = decision.to_json();
-    if let Value::Object(map) = &mut out {
-        map.insert("policy".into(), Value::String(policy.name.clone()));
-        if let Some(span) = decision.rule_span {
-            map.insert(
-                "line".into(),
-                Value::from(policy.source.line_col(span.start).0),
-            );
-        }
-    }
+    let out = decision.to_json();
     println!("{out}");
     exit::OK
 }

@@ -27,10 +27,10 @@ pub struct FmtArgs {
 
 /// `mcppol fmt -`: standard input to standard output, for editors.
 fn stdin_to_stdout(check: bool) -> u8 {
-    let mut text = String::new();
-    if let Err(e) = std::io::Read::read_to_string(&mut std::io::stdin(), &mut text) {
-        return usage_error(&format!("cannot read standard input: {e}"), None);
-    }
+    let text = match crate::io::read_stdin(crate::syntax::MAX_FILE_BYTES as u64) {
+        Ok(text) => text,
+        Err(e) => return usage_error(&e, None),
+    };
     match format("<stdin>", &text) {
         Ok(out) => {
             if check {

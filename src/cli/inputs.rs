@@ -6,15 +6,17 @@ use serde_json::Value;
 /// (`@-` reads standard input).
 pub fn json_arg(flag: &str, text: &str) -> Result<Value, String> {
     let (body, origin) = match text.strip_prefix('@') {
-        Some("-") => {
-            let mut s = String::new();
-            std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
-                .map_err(|e| format!("{flag}: cannot read standard input: {e}"))?;
-            (s, "standard input".to_string())
-        }
+        Some("-") => (
+            crate::io::read_stdin(crate::io::MAX_JSON_BYTES).map_err(|e| format!("{flag}: {e}"))?,
+            "standard input".to_string(),
+        ),
         Some(path) => (
-            std::fs::read_to_string(path)
-                .map_err(|e| format!("{flag}: cannot read `{path}`: {e}"))?,
+            crate::io::read_text(
+                std::path::Path::new(path),
+                crate::io::MAX_JSON_BYTES,
+                "JSON file",
+            )
+            .map_err(|e| format!("{flag}: {e}"))?,
             format!("`{path}`"),
         ),
         None => (text.to_string(), "its value".to_string()),

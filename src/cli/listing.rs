@@ -5,6 +5,8 @@
 //! id: `ID=FILE` or `--server ID`), or a map of server id to either
 //! (read by [`crate::listing`]).
 
+use std::collections::HashMap;
+
 use serde_json::Value;
 
 use crate::listing::{each_server, read_json, split_spec, IdForMap};
@@ -46,4 +48,27 @@ pub fn read_listing(spec: &str, server: Option<&str>) -> Result<Vec<Listed>, Str
     let (id, path) = split_spec(spec, server);
     let value = read_json(path).map_err(|e| format!("--tools: {e}"))?;
     listing(&value, id).map_err(|e| format!("--tools `{path}`: {e}"))
+}
+
+/// Reads every `--tools` (the flag may repeat: several servers'
+/// listings), in the order given. A tool listed twice, in one listing or
+/// in two, is an error: its two definitions could differ.
+pub fn read_listings(specs: &[String], server: Option<&str>) -> Result<Vec<Listed>, String> {
+    let mut out: Vec<Listed> = Vec::new();
+    let mut seen: HashMap<(String, String), String> = HashMap::new();
+    for spec in specs {
+        for tool in read_listing(spec, server)? {
+            let key = (tool.server.clone(), tool.name.clone());
+            if let Some(first) = seen.get(&key) {
+                return Err(format!(
+                    "--tools: tool `{}/{}` is listed twice (in `{first}` and `{spec}`): \
+                     give each server's listing once",
+                    tool.server, tool.name
+                ));
+            }
+            seen.insert(key, spec.clone());
+            out.push(tool);
+        }
+    }
+    Ok(out)
 }

@@ -8,17 +8,19 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::json;
 
-use super::listing::read_listing;
+use super::listing::read_listings;
 use super::request_args::read_lock;
 use super::{exit, usage_error, Format};
+use crate::escape::escape;
 use crate::fingerprint::{fingerprint, Lock};
 
 #[derive(Args, Debug)]
 pub struct LockArgs {
-    /// The listing: `[ID=]FILE` holding a `tools/list` result, an array of
-    /// tools, or a map of server id to either.
+    /// A listing: `[ID=]FILE` holding a `tools/list` result, an array of
+    /// tools, or a map of server id to either. May repeat (several
+    /// servers' listings).
     #[arg(long, value_name = "[ID=]FILE", required = true)]
-    tools: String,
+    tools: Vec<String>,
     /// The server id of a listing that names none.
     #[arg(long, value_name = "ID")]
     server: Option<String>,
@@ -35,7 +37,7 @@ pub struct LockArgs {
 }
 
 pub fn run(args: LockArgs) -> u8 {
-    let listed = match read_listing(&args.tools, args.server.as_deref()) {
+    let listed = match read_listings(&args.tools, args.server.as_deref()) {
         Ok(l) => l,
         Err(e) => return usage_error(&e, None),
     };
@@ -91,13 +93,13 @@ pub fn run(args: LockArgs) -> u8 {
     match args.format {
         Format::Human => {
             for k in &changed {
-                println!("changed   {k}");
+                println!("changed   {}", escape(k));
             }
             for k in &appeared {
-                println!("appeared  {k}");
+                println!("appeared  {}", escape(k));
             }
             for k in &vanished {
-                println!("vanished  {k}");
+                println!("vanished  {}", escape(k));
             }
             println!(
                 "{}: {} changed, {} appeared, {} vanished, {unchanged} unchanged",

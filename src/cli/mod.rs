@@ -69,8 +69,44 @@ enum Command {
     Fmt(fmt::FmtArgs),
 }
 
+/// The status when standard output is closed before everything is written
+/// (a reader such as `head` that stopped early): 128 + SIGPIPE, what a
+/// shell shows for other Unix tools stopped the same way.
+pub const CLOSED_PIPE: u8 = 141;
+
+/// Readable failures instead of a panic dump: a closed standard output
+/// ends the run quietly (status [`CLOSED_PIPE`]); any other panic, which is
+/// a bug, is reported in one plain message (with a backtrace only when
+/// `RUST_BACKTRACE` asks for one) and ends with status 101.
+fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".to_string());
+        if message.contains("Broken pipe") {
+            std::process::exit(i32::from(CLOSED_PIPE));
+        }
+        let place = info
+            .location()
+            .map(|l| format!(" ({}:{})", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!("error: mcppol stopped on an internal error: {message}{place}");
+        eprintln!(
+            "  help: this is a bug in mcppol; please report it with the command that caused it"
+        );
+        let trace = std::backtrace::Backtrace::capture();
+        if trace.status() == std::backtrace::BacktraceStatus::Captured {
+            eprintln!("{trace}");
+        }
+    }));
+}
+
 /// Runs the command line and returns the exit status.
 pub fn main() -> ExitCode {
+    install_panic_hook();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -67,8 +67,8 @@ pub struct RequestArgs {
 
 /// Reads and checks a lock file.
 pub fn read_lock(flag: &str, path: &std::path::Path) -> Result<Lock, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("{flag}: cannot read `{}`: {e}", path.display()))?;
+    let text = crate::io::read_text(path, crate::io::MAX_JSON_BYTES, "lock file")
+        .map_err(|e| format!("{flag}: {e}"))?;
     Lock::parse(&text).map_err(|e| format!("{flag} `{}`: {e}", path.display()))
 }
 

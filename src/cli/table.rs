@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::{json, Value};
 
-use super::listing::read_listing;
+use super::listing::read_listings;
 use super::request_args::read_lock;
 use super::{color, exit, usage_error, Format};
 use crate::eval::owned::RequestSpec;
@@ -25,10 +25,11 @@ pub struct TableArgs {
     /// Which policy of the file (needed when it holds several).
     #[arg(long, value_name = "POLICY")]
     name: Option<String>,
-    /// The listing: `[ID=]FILE` holding a `tools/list` result, an array of
-    /// tools, or a map of server id to either.
-    #[arg(long, value_name = "[ID=]FILE")]
-    tools: String,
+    /// A listing: `[ID=]FILE` holding a `tools/list` result, an array of
+    /// tools, or a map of server id to either. May repeat (several
+    /// servers' listings).
+    #[arg(long, value_name = "[ID=]FILE", required = true)]
+    tools: Vec<String>,
     /// The server id of a listing that names none.
     #[arg(long, value_name = "ID")]
     server: Option<String>,
@@ -144,19 +145,8 @@ fn cell(d: &Decision) -> String {
     format!("{:<5} {by}", d.decision.as_str())
 }
 
-fn decision_json(d: &Decision, policy: &Policy) -> Value {
-    let mut v = d.to_json();
-    if let (Value::Object(map), Some(span)) = (&mut v, d.rule_span) {
-        map.insert(
-            "line".into(),
-            Value::from(policy.source.line_col(span.start).0),
-        );
-    }
-    v
-}
-
 pub fn run(args: TableArgs) -> u8 {
-    let listed = match read_listing(&args.tools, args.server.as_deref()) {
+    let listed = match read_listings(&args.tools, args.server.as_deref()) {
         Ok(l) => l,
         Err(e) => return usage_error(&e, None),
     };
@@ -213,8 +203,8 @@ pub fn run(args: TableArgs) -> u8 {
                         "server": tool.server,
                         "tool": tool.name,
                         "approval": serde_json::to_value(approval).unwrap_or(Value::Null),
-                        "with_approver": decision_json(w, policy),
-                        "without_approver": decision_json(wo, policy),
+                        "with_approver": w.to_json(),
+                        "without_approver": wo.to_json(),
                         "depends_on": dep,
                     })
                 })
@@ -231,7 +221,9 @@ pub fn run(args: TableArgs) -> u8 {
         Format::Human => {
             let names: Vec<String> = rows
                 .iter()
-                .map(|(t, ..)| format!("{}/{}", t.server, t.name))
+                .map(|(t, ..)| {
+                    crate::escape::escape(&format!("{}/{}", t.server, t.name)).into_owned()
+                })
                 .collect();
             let w0 = names.iter().map(String::len).max().unwrap_or(4).max(4);
             let cells: Vec<(String, String)> = rows

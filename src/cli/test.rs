@@ -113,12 +113,22 @@ pub fn run(args: TestArgs) -> u8 {
             for r in &reports {
                 print_human(r, args.coverage);
             }
+            // Rules uncovered without a reason fail the run, so the closing
+            // line counts them as failures: a CI reader of `N passed, N
+            // failed` must not see a clean run.
+            let counted = if args.coverage { uncovered } else { 0 };
             if args.coverage {
-                println!("coverage: {uncovered} rule(s) uncovered");
+                if counted > 0 {
+                    println!(
+                        "coverage: {uncovered} rule(s) uncovered without a reason, counted as failed below"
+                    );
+                } else {
+                    println!("coverage: {uncovered} rule(s) uncovered");
+                }
             }
             println!("{} policy test file(s), {cases} case(s)", reports.len());
             // The plain closing line that CI readers know.
-            println!("{} passed, {failed} failed", cases - failed);
+            println!("{} passed, {} failed", cases - failed, failed + counted);
         }
         Format::Json => {
             let files: Vec<Value> = reports.iter().map(FileReport::to_json).collect();

@@ -170,6 +170,7 @@ impl Compiler<'_> {
         }
         Policy {
             name: ast.name.node.clone(),
+            shared_name: Arc::from(ast.name.node.as_str()),
             settings,
             visibility,
             lists,

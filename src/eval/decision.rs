@@ -95,6 +95,23 @@ as_str!(Reason {
 });
 
 /// A decision.
+///
+/// Serialized (serde) it is the object `mcppol eval` prints: `decision`,
+/// `source`, `reason`, `rule_id`, then `policy` (the policy's name; absent
+/// for `no_policy`) and `line` (the deciding rule's 1-based line; absent
+/// when no rule decided).
+///
+/// ```
+/// # use mcppol::{PolicySet, Request};
+/// let set = PolicySet::from_text("p.mcppol", "policy p {\n  deny \"*/rm\"\n}")
+///     .map_err(|e| e.render(false))?;
+/// let d = set.get("p").ok_or("no policy")?.decide(&Request::tool("fs", "rm"));
+/// assert_eq!(
+///     serde_json::to_string(&d)?,
+///     r#"{"decision":"deny","source":"deny","reason":"deny_rule","rule_id":"deny:0","policy":"p","line":2}"#
+/// );
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct Decision {
@@ -107,6 +124,12 @@ pub struct Decision {
     /// The deciding rule's id; `None` for visibility, the pin, the default,
     /// out-of-scope and a refused request.
     pub rule_id: Option<Arc<str>>,
+    /// The name of the policy that decided; `None` for `no_policy`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy: Option<Arc<str>>,
+    /// The 1-based line of the deciding rule in its policy file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
     /// Where the deciding rule is written.
     #[serde(skip)]
     pub rule_span: Option<Span>,
@@ -119,8 +142,19 @@ impl Decision {
             source,
             reason,
             rule_id: None,
+            policy: None,
+            line: None,
             rule_span: None,
         }
+    }
+
+    /// Names the policy that decided, and the line of the deciding rule.
+    pub(crate) fn with_policy(mut self, policy: &crate::Policy) -> Self {
+        self.policy = Some(Arc::clone(&policy.shared_name));
+        self.line = self
+            .rule_span
+            .map(|span| u32::try_from(policy.source.line_of(span.start)).unwrap_or(u32::MAX));
+        self
     }
 
     /// The decision for a request that names a policy that is not loaded.
@@ -133,13 +167,38 @@ impl Decision {
         self.decision == Verdict::Allow
     }
 
-    /// The JSON object `mcppol eval` prints.
+    /// The JSON object `mcppol eval` prints (what serde gives).
     pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "decision": self.decision.as_str(),
-            "source": self.source.as_str(),
-            "reason": self.reason.as_str(),
-            "rule_id": self.rule_id.as_deref(),
-        })
+        let mut map = serde_json::Map::new();
+        map.insert("decision".into(), self.decision.as_str().into());
+        map.insert("source".into(), self.source.as_str().into());
+        map.insert("reason".into(), self.reason.as_str().into());
+        map.insert("rule_id".into(), self.rule_id.as_deref().into());
+        if let Some(policy) = &self.policy {
+            map.insert("policy".into(), (**policy).into());
+        }
+        if let Some(line) = self.line {
+            map.insert("line".into(), line.into());
+        }
+        serde_json::Value::Object(map)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn to_json_is_what_serde_gives() {
+        let mut d = Decision::new(Verdict::Deny, Source::Deny, Reason::DenyRule);
+        assert_eq!(serde_json::to_value(&d).unwrap(), d.to_json());
+        d.rule_id = Some(Arc::from("x"));
+        d.policy = Some(Arc::from("p"));
+        d.line = Some(3);
+        assert_eq!(serde_json::to_value(&d).unwrap(), d.to_json());
+        assert_eq!(
+            d.to_json().to_string(),
+            r#"{"decision":"deny","source":"deny","reason":"deny_rule","rule_id":"x","policy":"p","line":3}"#
+        );
     }
 }

@@ -153,6 +153,8 @@ fn by_rule(verdict: Verdict, source: Source, reason: Reason, rule: &Rule) -> Dec
         source,
         reason,
         rule_id: Some(Arc::clone(&rule.id)),
+        policy: None,
+        line: None,
         rule_span: Some(rule.span),
     }
 }
@@ -165,7 +167,7 @@ pub(crate) fn trusts(policy: &Policy, request: &Request<'_>) -> bool {
 
 /// Decides one request against one policy.
 pub fn decide(policy: &Policy, request: &Request<'_>) -> Decision {
-    let decision = decide_quietly(policy, request);
+    let decision = decide_quietly(policy, request).with_policy(policy);
     tracing::debug!(
         target: "mcppol::decision",
         policy = %policy.name,

@@ -78,6 +78,18 @@ impl RequestSpec {
             Some(a) => return Err(format!("{prefix}args takes a JSON object, not `{a}`")),
             None => Value::Object(Default::default()),
         };
+        if self.lock.is_some() && self.tool_def.is_none() {
+            let tool_def = if prefix == "--" {
+                "--tool-def"
+            } else {
+                "tool_def"
+            };
+            return Err(format!(
+                "{prefix}lock needs {tool_def}: the lock's fingerprints are compared with the \
+                 tool's current definition, and without one every locked tool would look \
+                 changed; give the tool's `tools/list` entry with {tool_def}"
+            ));
+        }
         let mut current = None;
         let mut annotations = None;
         if let Some(def) = &self.tool_def {

@@ -82,6 +82,8 @@ pub struct Visibility {
 #[derive(Debug, Clone)]
 pub struct Policy {
     pub(crate) name: String,
+    /// `name`, shared by every decision the policy makes.
+    pub(crate) shared_name: Arc<str>,
     pub(crate) settings: Settings,
     pub(crate) visibility: Option<Visibility>,
     pub(crate) lists: [RuleList; 3],

@@ -8,7 +8,10 @@ use crate::diagnostics::LoadError;
 /// Why a store did not open, or why an update was refused.
 ///
 /// A refused update changes nothing: the policies in force stay as they were.
-#[derive(Debug, Clone)]
+///
+/// `Debug` is `Display` (the drawn diagnostics), so a host's `main` that
+/// returns this error prints a readable message, not a structure dump.
+#[derive(Clone)]
 #[non_exhaustive]
 pub enum StoreError {
     /// Policy text that did not load: every diagnostic of every file,
@@ -57,7 +60,22 @@ impl fmt::Display for StoreError {
     }
 }
 
+impl fmt::Debug for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
 impl std::error::Error for StoreError {}
+
+impl miette::Diagnostic for StoreError {
+    fn related<'a>(&'a self) -> Option<Box<dyn Iterator<Item = &'a dyn miette::Diagnostic> + 'a>> {
+        match self {
+            StoreError::Load(e) => miette::Diagnostic::related(e),
+            _ => None,
+        }
+    }
+}
 
 impl From<LoadError> for StoreError {
     fn from(e: LoadError) -> Self {

@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 pub use error::StoreError;
-pub use state::Reloaded;
+pub use state::{Reloaded, Swapped, SUBSCRIBER_BACKLOG};
 pub use status::{FileStatus, LastError, PolicyStatus, Status};
 pub use watch::Watch;
 
@@ -175,6 +175,33 @@ impl Store {
             Some(entry) => entry.policy.decide(request),
             None => Decision::no_policy(),
         }
+    }
+
+    /// A channel told of every swap: after each load, reload or update
+    /// that changes the policies in force, it receives a [`Swapped`] with
+    /// the new generation, the policies added or replaced and those taken
+    /// out. A text that does not load swaps nothing and sends nothing.
+    ///
+    /// Notices are sent on the thread that swapped (the watcher's, or the
+    /// caller's of [`Store::update`] and [`Store::reload`]), without
+    /// blocking: up to [`SUBSCRIBER_BACKLOG`] wait unread, and newer ones
+    /// to a full channel are dropped (read [`Store::generation`] to catch
+    /// up). Dropping the receiver unsubscribes.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcppol::Store;
+    /// use mcppol::LoadOptions;
+    ///
+    /// let store = Store::empty(LoadOptions::default());
+    /// let swaps = store.subscribe();
+    /// store.update("ops", r#"policy ops { allow "ops/status" }"#)?;
+    /// let notice = swaps.recv_timeout(Duration::from_secs(5))?;
+    /// assert_eq!((notice.generation, notice.loaded), (1, vec!["ops".to_string()]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn subscribe(&self) -> std::sync::mpsc::Receiver<Swapped> {
+        self.shared.subscribe()
     }
 
     /// The names of the policies in force, sorted.

@@ -94,8 +94,8 @@ fn json_value(
         Some(path) if allow_file => {
             let full = base.join(path);
             (
-                std::fs::read_to_string(&full)
-                    .map_err(|e| format!("{key}: cannot read `{}`: {e}", full.display()))?,
+                crate::io::read_text(&full, crate::io::MAX_JSON_BYTES, "JSON file")
+                    .map_err(|e| format!("{key}: {e}"))?,
                 format!("`{path}`"),
             )
         }

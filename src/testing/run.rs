@@ -143,8 +143,7 @@ fn policy_path(test: &Path, named: Option<&str>) -> PathBuf {
 /// Runs one test file. `Err` when the file or its policy cannot be read
 /// (a usage error rather than a failed case).
 pub fn run_file(path: &Path) -> Result<FileReport, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+    let text = crate::io::read_text(path, crate::io::MAX_TEST_FILE_BYTES, "policy test file")?;
     let base = path.parent().unwrap_or(Path::new("."));
     let file = parse_test_file(&text, base)
         .map_err(|e| format!("{}:{}: {}", path.display(), e.line, e.message))?;

@@ -54,7 +54,7 @@ impl<'p> Explainer<'p> {
             name: request.name.to_string(),
             steps: Vec::new(),
         };
-        let decision = ex.run();
+        let decision = ex.run().with_policy(policy);
         let decided_at = ex.steps.last().map(|s| s.stage);
         let not_considered = count_not_considered(policy, request.kind, decided_at, &ex.steps);
         Explanation {

@@ -6,6 +6,7 @@ use crate::policy::Policy;
 use crate::syntax::Span;
 
 use super::trace::Explanation;
+use crate::escape::escape;
 use crate::eval::Tri;
 
 impl Explanation {
@@ -15,28 +16,31 @@ impl Explanation {
     }
 
     /// The explanation as text, one line a step (`file:line:col: ...`),
-    /// predicate notes indented below their rule, the decision last.
+    /// predicate notes indented below their rule, the decision last. Every
+    /// text that a request or a policy supplies is escaped
+    /// (as `crate::escape` does): a tool name or an argument holding a newline or
+    /// a terminal escape cannot forge a line.
     pub fn render(&self, policy: &Policy) -> String {
-        let file = &policy.source.name;
+        let file = escape(&policy.source.name);
         let mut out = String::new();
         for step in &self.steps {
             let (line, col) = Self::location(policy, step.span);
             let who = match &step.rule_id {
-                Some(id) => format!("{} {id}", step.stage.as_str()),
+                Some(id) => format!("{} {}", step.stage.as_str(), escape(id)),
                 None => step.stage.as_str().to_string(),
             };
             out.push_str(&format!(
                 "{file}:{line}:{col}: {who}: {}: {}\n",
                 step.outcome.as_str().replace('_', " "),
-                step.detail
+                escape(&step.detail)
             ));
             for note in &step.notes {
                 let (line, col) = Self::location(policy, note.span);
                 out.push_str(&format!(
                     "    {file}:{line}:{col}: `{}` {}: {}\n",
-                    note.text,
+                    escape(&note.text),
                     tri_phrase(note.result),
-                    note.saw
+                    escape(&note.saw)
                 ));
             }
         }
@@ -59,7 +63,7 @@ impl Explanation {
             d.decision.as_str(),
             d.source.as_str(),
             d.reason.as_str(),
-            d.rule_id.as_deref().unwrap_or("null"),
+            escape(d.rule_id.as_deref().unwrap_or("null")),
         ));
         out
     }

@@ -269,10 +269,21 @@ impl State {
             self.update_errors.remove(&policy.name);
             owned.insert(policy.name.clone());
         }
+        let removed: Vec<String> = previous
+            .iter()
+            .filter(|name| !owned.contains(*name) && !policies.contains_key(*name))
+            .cloned()
+            .collect();
         current.store(Arc::new(Snapshot {
             generation,
             policies,
         }));
+        self.notify(&super::Swapped {
+            generation,
+            loaded: owned.iter().cloned().collect(),
+            removed,
+            file: Some(path.to_path_buf()),
+        });
 
         let file = self.files.entry(path.to_path_buf()).or_default();
         file.in_force = Some(Version {

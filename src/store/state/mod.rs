@@ -12,6 +12,7 @@ mod files;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
@@ -91,7 +92,42 @@ pub(crate) struct State {
     update_errors: BTreeMap<String, LastError>,
     /// How many times the files were read again (`refresh`).
     refreshes: u64,
+    /// Who is told of every swap.
+    subscribers: Vec<SyncSender<Swapped>>,
 }
+
+impl State {
+    /// Tells every subscriber of a swap; forgets those that hung up. Never
+    /// blocks: a subscriber whose channel is full misses this notice.
+    pub(crate) fn notify(&mut self, swapped: &Swapped) {
+        self.subscribers
+            .retain(|tx| match tx.try_send(swapped.clone()) {
+                Ok(()) | Err(TrySendError::Full(_)) => true,
+                Err(TrySendError::Disconnected(_)) => false,
+            });
+    }
+}
+
+/// A notice that the store swapped in new policies: what
+/// [`crate::store::Store::subscribe`] receives, once per swap.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Swapped {
+    /// The store's generation after the swap.
+    pub generation: u64,
+    /// The policies the swap added or replaced, sorted.
+    pub loaded: Vec<String>,
+    /// The policies the swap took out (a file's new version no longer
+    /// defines them), sorted.
+    pub removed: Vec<String>,
+    /// The file whose new version was swapped in; `None` for an update by
+    /// policy name.
+    pub file: Option<PathBuf>,
+}
+
+/// How many notices a subscriber's channel holds unread; past that, newer
+/// notices to it are dropped (its host reads [`crate::store::Store::generation`]
+/// to catch up), so a host that never reads cannot make the store grow.
+pub const SUBSCRIBER_BACKLOG: usize = 64;
 
 /// What one refresh did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -132,8 +168,16 @@ impl Shared {
                 files: BTreeMap::new(),
                 update_errors: BTreeMap::new(),
                 refreshes: 0,
+                subscribers: Vec::new(),
             }),
         }
+    }
+
+    /// A channel that receives a [`Swapped`] notice after every swap.
+    pub fn subscribe(&self) -> Receiver<Swapped> {
+        let (tx, rx) = sync_channel(SUBSCRIBER_BACKLOG);
+        lock(&self.state).subscribers.push(tx);
+        rx
     }
 
     pub fn roots(&self) -> Vec<Root> {
@@ -318,6 +362,12 @@ impl Shared {
             generation,
             policies,
         }));
+        state.notify(&Swapped {
+            generation,
+            loaded: vec![name.to_string()],
+            removed: Vec::new(),
+            file: None,
+        });
         state.update_errors.remove(name);
         tracing::info!(
             target: "mcppol::store",
