@@ -1,10 +1,94 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-//! `explain` walks the rules itself; its decision must be `decide`'s, for
-//! every request.
+//! `explain` runs the decision procedure itself with a recorder: its
+//! decision must be `decide`'s for every request, and its trace must end
+//! where the decision was made, naming each rule once, in file order.
 
-use mcppol::{PolicySet, Request, TargetKind, ToolApproval};
+use mcppol::{
+    Decision, ExplainStep, Explanation, Outcome, Policy, PolicySet, Reason, Request, Source, Stage,
+    TargetKind, ToolApproval,
+};
 use proptest::prelude::*;
 use serde_json::{json, Value};
+
+/// The explanation agrees with the decision, and its steps with both.
+fn check(policy: &Policy, request: &Request<'_>, decided: &Decision, explained: &Explanation) {
+    let trace = explained.render(policy);
+    assert_eq!(&explained.decision, decided, "{request:?}\n{trace}");
+    let last_line = trace.lines().last().unwrap_or_default();
+    let expected = format!(
+        "decision: {} (source: {}, reason: {}, rule_id: {})",
+        decided.decision.as_str(),
+        decided.source.as_str(),
+        decided.reason.as_str(),
+        decided.rule_id.as_deref().unwrap_or("null"),
+    );
+    assert!(last_line.starts_with(&expected), "{trace}");
+    let json = explained.to_json(policy);
+    assert_eq!(
+        json["decision"]["decision"],
+        decided.decision.as_str(),
+        "{trace}"
+    );
+    let last: &ExplainStep = explained.steps.last().expect("a step at least");
+    // The last step is where the decision was made.
+    match (&decided.rule_id, decided.source) {
+        (Some(id), _) => {
+            assert_eq!(last.rule_id.as_ref(), Some(id), "{trace}");
+            let failed = decided.reason == Reason::PredicateFailed
+                || (decided.reason == Reason::NoApprover
+                    && last.outcome == Outcome::PredicateFailed);
+            let want = if failed {
+                Outcome::PredicateFailed
+            } else {
+                Outcome::Matched
+            };
+            assert_eq!(last.outcome, want, "{trace}");
+        }
+        (None, source) => {
+            let stage = match (source, decided.reason) {
+                (Source::Default, Reason::OutOfScope) => Stage::Scope,
+                (Source::Default, _) => Stage::Default,
+                (Source::Visibility, _) => Stage::Visibility,
+                (Source::Pin, _) => Stage::Pin,
+                (Source::Request, _) => Stage::Request,
+                (other, _) => panic!("{other:?} decided without a rule\n{trace}"),
+            };
+            assert_eq!(
+                (last.stage, last.outcome),
+                (stage, Outcome::Decided),
+                "{trace}"
+            );
+        }
+    }
+    // Every step but the last let the request through; each rule is named
+    // once, and the rule stages come in the procedure's order.
+    let order = |s: Stage| match s {
+        Stage::Request => 0,
+        Stage::Scope => 1,
+        Stage::Visibility => 2,
+        Stage::Deny => 3,
+        Stage::Pin => 4,
+        Stage::Ask => 5,
+        Stage::Allow => 6,
+        _ => 7,
+    };
+    let mut ids = std::collections::HashSet::new();
+    for pair in explained.steps.windows(2) {
+        assert!(order(pair[0].stage) <= order(pair[1].stage), "{trace}");
+    }
+    for step in &explained.steps[..explained.steps.len() - 1] {
+        assert!(
+            !matches!(
+                step.outcome,
+                Outcome::Matched | Outcome::PredicateFailed | Outcome::Decided
+            ),
+            "{trace}"
+        );
+        if let Some(id) = &step.rule_id {
+            assert!(ids.insert(id.clone()), "{id} named twice\n{trace}");
+        }
+    }
+}
 
 fn bundled() -> Vec<PolicySet> {
     let mut sets = Vec::new();
@@ -118,17 +202,7 @@ fn explain_agrees_with_decide_on_bundled_policies() {
                                 }
                                 let decided = policy.decide(&request);
                                 let explained = policy.explain(&request);
-                                assert_eq!(
-                                    explained.decision,
-                                    decided,
-                                    "policy {} request {request:?}\n{}",
-                                    policy.name(),
-                                    explained.render(policy)
-                                );
-                                let last = explained.steps.last().unwrap();
-                                if let Some(id) = &decided.rule_id {
-                                    assert_eq!(last.rule_id.as_ref(), Some(id));
-                                }
+                                check(policy, &request, &decided, &explained);
                                 checked += 1;
                             }
                         }
@@ -140,9 +214,11 @@ fn explain_agrees_with_decide_on_bundled_policies() {
     assert!(checked > 20_000, "{checked}");
 }
 
-/// Random small policies built from fragments, against random requests.
-fn rule_strategy() -> impl Strategy<Value = String> {
+/// Random small policies built from fragments: rules of every kind, with
+/// and without a `tools {}` block and a `scope`.
+fn rule_strategy() -> impl Strategy<Value = (TargetKind, String)> {
     let effect = prop::sample::select(vec!["deny", "ask", "allow"]);
+    let kind = prop::sample::select(TargetKind::ALL.to_vec());
     let target = prop::sample::select(vec![
         "*",
         "\"a/x\"",
@@ -152,6 +228,7 @@ fn rule_strategy() -> impl Strategy<Value = String> {
         "\"a\" ~ /^x/",
         "\"b/x_y\"",
         "\"?/x\"",
+        "\"a/file:///r/*\"",
     ]);
     let cond = prop::sample::select(vec![
         "",
@@ -172,11 +249,26 @@ fn rule_strategy() -> impl Strategy<Value = String> {
         " when not (args.n > 3 and args.s > 1)",
         " when args.n > 10000000000000000",
     ]);
-    (effect, target, cond).prop_map(|(e, t, c)| format!("{e} {t}{c}"))
+    (effect, kind, target, cond).prop_map(|(e, k, t, c)| {
+        let word = match k {
+            TargetKind::Tool => "",
+            TargetKind::Resource => " resource",
+            _ => " prompt",
+        };
+        (k, format!("{e}{word} {t}{c}"))
+    })
 }
 
+const TOOLS_BLOCKS: &[&str] = &[
+    "",
+    " tools { include \"a/*\" }",
+    " tools { exclude \"*/x\" }",
+    " tools { include \"a/x\", \"b/*\" ; exclude \"a\" ~ /^X/ }",
+    " tools { exclude \"c/*\" ; include \"*/x\" }",
+];
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
     #[test]
     fn explain_agrees_with_decide_on_random_policies(
         rules in prop::collection::vec(rule_strategy(), 0..8),
@@ -184,32 +276,59 @@ proptest! {
         new_tools in any::<bool>(),
         pin in any::<bool>(),
         trusted in any::<bool>(),
+        scope in 0..4usize,
+        tools in 0..TOOLS_BLOCKS.len(),
     ) {
+        let (resources, prompts) = (scope & 1 == 1, scope & 2 == 2);
+        let scope_line = match (resources, prompts) {
+            (false, false) => "",
+            (true, false) => " scope tools, resources",
+            (false, true) => " scope tools, prompts",
+            (true, true) => " scope tools, resources, prompts",
+        };
+        // Rules of a kind the scope leaves out do not load: leave them out.
+        let rules: Vec<&str> = rules
+            .iter()
+            .filter(|(k, _)| match k {
+                TargetKind::Resource => resources,
+                TargetKind::Prompt => prompts,
+                _ => true,
+            })
+            .map(|(_, r)| r.as_str())
+            .collect();
         let text = format!(
-            "policy p {{\n default {}\n allow_new_tools {}\n pin_tools {}\n{}\n{}\n}}\n",
+            "policy p {{\n default {}\n allow_new_tools {}\n pin_tools {}\n{}\n{}\n{}\n{}\n}}\n",
             if default_deny { "deny" } else { "ask" },
             if new_tools { "on" } else { "off" },
             if pin { "on" } else { "off" },
             if trusted { " trusted \"a\"" } else { "" },
+            scope_line,
+            TOOLS_BLOCKS[tools],
             rules.join("\n"),
         );
-        let set = PolicySet::from_text("p.mcppol", &text).unwrap();
+        let set = PolicySet::from_text("p.mcppol", &text).map_err(|e| e.render(false));
+        prop_assert!(set.is_ok(), "{}\n{}", text, set.err().unwrap_or_default());
+        let set = set.unwrap();
         let policy = set.get("p").unwrap();
         let argsets = [json!({}), json!({"n": 5, "s": "ok", "p": "/r/a"}), json!({"n": "x", "s": 3, "p": "/q"}), json!({"n": 1, "p": ["/r/a", "/t"]}), serde_json::from_str::<serde_json::Value>(r#"{"n": 100000000000000000000, "s": "ok"}"#).unwrap(), json!({"n": 10000000000000001u64})];
         let ann = json!({"readOnlyHint": true});
-        for (server, name) in [("a", "x"), ("a", "X-y"), ("b", "x_y"), ("c", "x"), ("a", "y")] {
-            for (i, a) in argsets.iter().enumerate() {
-                for approval in [ToolApproval::Approved, ToolApproval::New, ToolApproval::Changed] {
-                    let taint: &[&str] = if i % 2 == 0 { &["w"] } else { &[] };
-                    let mut request = Request::tool(server, name)
-                        .with_args(a)
-                        .with_annotations(&ann)
-                        .with_taint(taint)
-                        .with_approval(approval);
-                    if i == 3 { request = request.without_approver(); }
-                    let decided = policy.decide(&request);
-                    let explained = policy.explain(&request);
-                    prop_assert_eq!(&explained.decision, &decided, "{}\n{}", text, explained.render(policy));
+        let names = [("a", "x"), ("a", "X-y"), ("b", "x_y"), ("c", "x"), ("a", "y"), ("a", "file:///r/../r/x"), ("a", "file:///r/x"), ("a", "%zz")];
+        for kind in TargetKind::ALL {
+            for (server, name) in names {
+                for (i, a) in argsets.iter().enumerate() {
+                    for approval in [ToolApproval::Approved, ToolApproval::New, ToolApproval::Changed] {
+                        let taint: &[&str] = if i % 2 == 0 { &["w"] } else { &[] };
+                        let mut request = Request::new(kind, server, name)
+                            .with_args(a)
+                            .with_annotations(&ann)
+                            .with_taint(taint)
+                            .with_approval(approval);
+                        if i == 3 { request = request.without_approver(); }
+                        if i == 1 { request = request.with_principal("p"); }
+                        let decided = policy.decide(&request);
+                        let explained = policy.explain(&request);
+                        check(policy, &request, &decided, &explained);
+                    }
                 }
             }
         }

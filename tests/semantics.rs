@@ -3,362 +3,286 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+//!
+//! Each test names a policy and the decisions it must give, through the
+//! `Case` builder (`tests/common/case.rs`), which also checks that
+//! `explain` gives every one of those decisions and that the policy after
+//! `fmt` still does.
+
+mod common;
+
+use common::case::{Case, Req};
 use mcppol::{
-    HostPredicates, LoadOptions, Lock, Policy, PolicySet, Reason, Request, Source, ToolApproval,
-    Verdict,
+    HostPredicates, LoadOptions, Lock, PolicySet, Reason, Request, Source, ToolApproval, Verdict,
 };
 use serde_json::{json, Value};
-use std::sync::Arc;
-
-fn load(text: &str) -> Arc<Policy> {
-    load_with(text, &LoadOptions::default())
-}
-
-fn load_with(text: &str, options: &LoadOptions) -> Arc<Policy> {
-    let set = PolicySet::from_text_with("test.mcppol", text, options)
-        .unwrap_or_else(|e| panic!("{}", e.render(false)));
-    set.pick(None).unwrap().clone()
-}
-
-/// (decision, source, reason, rule_id) as strings, for compact asserts.
-fn d(policy: &Policy, request: &Request<'_>) -> (String, String, String, Option<String>) {
-    let x = policy.decide(request);
-    (
-        x.decision.as_str().into(),
-        x.source.as_str().into(),
-        x.reason.as_str().into(),
-        x.rule_id.map(|r| r.to_string()),
-    )
-}
-
-fn is(
-    decision: &str,
-    source: &str,
-    reason: &str,
-    rule: Option<&str>,
-) -> (String, String, String, Option<String>) {
-    (
-        decision.into(),
-        source.into(),
-        reason.into(),
-        rule.map(String::from),
-    )
-}
-
-fn tool(server: &'static str, name: &'static str) -> Request<'static> {
-    Request::tool(server, name)
-}
 
 // ------------------------------------------------------------ targets
 
 #[test]
 fn server_tool_pattern_splits_at_the_first_slash() {
-    let p = load(r#"policy p { allow "a/b/c" }"#);
-    assert_eq!(d(&p, &tool("a", "b/c")).0, "allow");
-    assert_eq!(d(&p, &tool("a/b", "c")).0, "ask");
+    let p = Case::policy(r#"policy p { allow "a/b/c" }"#);
+    p.tool("a", "b/c").verdict(Verdict::Allow);
+    // A server id never holds `/`: such a request is refused.
+    p.tool("a/b", "c")
+        .expect(Verdict::Deny, Reason::BadServer, None);
 }
 
 #[test]
 fn star_matches_any_run_inside_its_segment_and_question_one_char() {
-    let p = load(r#"policy p { allow "git*/get_*", "fs/rea?" }"#);
-    assert_eq!(d(&p, &tool("github", "get_user")).0, "allow");
-    assert_eq!(
-        d(&p, &tool("git", "get_")).0,
-        "allow",
-        "star matches none too"
-    );
-    assert_eq!(d(&p, &tool("fs", "read")).0, "allow");
-    assert_eq!(d(&p, &tool("fs", "reaad")).0, "ask");
-    assert_eq!(d(&p, &tool("fs", "rea")).0, "ask");
+    let p = Case::policy(r#"policy p { allow "git*/get_*", "fs/rea?" }"#);
+    p.tool("github", "get_user").verdict(Verdict::Allow);
+    p.tool("git", "get_").verdict(Verdict::Allow); // star matches none too
+    p.tool("fs", "read").verdict(Verdict::Allow);
+    p.tool("fs", "reaad").verdict(Verdict::Ask);
+    p.tool("fs", "rea").verdict(Verdict::Ask);
 }
 
 #[test]
 fn a_bare_name_is_that_tool_on_any_server() {
-    let p = load(r#"policy p { deny "delete_repo" }"#);
-    assert_eq!(d(&p, &tool("github", "delete_repo")).0, "deny");
-    assert_eq!(d(&p, &tool("gitlab", "delete_repo")).0, "deny");
-    assert_eq!(d(&p, &tool("gitlab", "delete_repos")).0, "ask");
+    let p = Case::policy(r#"policy p { deny "delete_repo" }"#);
+    p.tool("github", "delete_repo").verdict(Verdict::Deny);
+    p.tool("gitlab", "delete_repo").verdict(Verdict::Deny);
+    p.tool("gitlab", "delete_repos").verdict(Verdict::Ask);
 }
 
 #[test]
 fn star_target_is_everything_of_its_kind() {
-    let p = load(
+    let p = Case::policy(
         r#"policy p { scope tools, resources
         deny *
         allow resource * }"#,
     );
-    assert_eq!(d(&p, &tool("x", "y")).0, "deny");
-    assert_eq!(d(&p, &Request::resource("x", "file:///a")).0, "allow");
+    p.tool("x", "y").verdict(Verdict::Deny);
+    p.resource("x", "file:///a").verdict(Verdict::Allow);
 }
 
 #[test]
 fn regex_target_matches_the_tool_name_and_globs_the_server() {
-    let p = load(r#"policy p { deny "git*" ~ /^push/ }"#);
-    assert_eq!(d(&p, &tool("github", "push_force")).0, "deny");
-    assert_eq!(
-        d(&p, &tool("github", "force_push")).0,
-        "ask",
-        "regex is anchored as written"
-    );
-    assert_eq!(d(&p, &tool("svn", "push_force")).0, "ask");
+    let p = Case::policy(r#"policy p { deny "git*" ~ /^push/ }"#);
+    p.tool("github", "push_force").verdict(Verdict::Deny);
+    p.tool("github", "force_push").verdict(Verdict::Ask); // regex is anchored as written
+    p.tool("svn", "push_force").verdict(Verdict::Ask);
 }
 
 #[test]
 fn resource_uri_star_spans_slashes() {
-    let p = load(
+    let p = Case::policy(
         r#"policy p { scope tools, resources
         deny resource "*/file:///etc/*" }"#,
     );
-    assert_eq!(
-        d(
-            &p,
-            &Request::resource("docs", "file:///etc/ssh/sshd_config")
-        )
-        .0,
-        "deny"
-    );
-    assert_eq!(
-        d(&p, &Request::resource("docs", "file:///home/x")).2,
-        "no_rule"
-    );
+    p.resource("docs", "file:///etc/ssh/sshd_config")
+        .verdict(Verdict::Deny);
+    p.resource("docs", "file:///home/x").reason(Reason::NoRule);
 }
 
 #[test]
 fn prompt_targets_match_like_tools() {
-    let p = load(
+    let p = Case::policy(
         r#"policy p { scope tools, prompts
         allow prompt "docs/sum*" }"#,
     );
-    assert_eq!(d(&p, &Request::prompt("docs", "summary")).0, "allow");
+    p.prompt("docs", "summary").verdict(Verdict::Allow);
 }
 
 #[test]
 fn tool_rules_never_match_resources_or_prompts_nor_the_reverse() {
-    let p = load(
+    let p = Case::policy(
         r#"policy p { scope tools, resources, prompts
         deny "*/*"
         allow resource "*/*"
         allow prompt "*/*" }"#,
     );
-    assert_eq!(d(&p, &Request::resource("a", "b")).0, "allow");
-    assert_eq!(d(&p, &Request::prompt("a", "b")).0, "allow");
-    let q = load(
+    p.resource("a", "b").verdict(Verdict::Allow);
+    p.prompt("a", "b").verdict(Verdict::Allow);
+    let q = Case::policy(
         r#"policy q { scope tools, resources
         deny resource "*/*" }"#,
     );
-    assert_eq!(d(&q, &tool("a", "b")).2, "no_rule");
+    q.tool("a", "b").reason(Reason::NoRule);
 }
 
 #[test]
 fn segments_are_never_confused() {
-    let p = load(
+    let p = Case::policy(
         r#"policy p { deny "a/b_c"
         allow "*/*" }"#,
     );
-    assert_eq!(d(&p, &tool("a_b", "c")).0, "allow");
-    assert_eq!(d(&p, &tool("a", "b_c")).0, "deny");
+    p.tool("a_b", "c").verdict(Verdict::Allow);
+    p.tool("a", "b_c").verdict(Verdict::Deny);
 }
 
 #[test]
 fn deny_and_ask_match_loosely() {
-    let p = load(
+    let p = Case::policy(
         r#"policy p { deny "*/delete_repo"
         ask "Mail.Send" }"#,
     );
     for name in ["delete_repo", "Delete_Repo", "delete-repo", "DELETE.REPO"] {
-        assert_eq!(d(&p, &tool("github", name)).0, "deny", "{name}");
+        p.tool("github", name).verdict(Verdict::Deny); // "{name}"
     }
-    assert_eq!(d(&p, &tool("x", "mail_send")).0, "ask");
-    assert_eq!(d(&p, &tool("x", "MAIL-SEND")).0, "ask");
+    p.tool("x", "mail_send").verdict(Verdict::Ask);
+    p.tool("x", "MAIL-SEND").verdict(Verdict::Ask);
 }
 
 #[test]
 fn loose_servers_fold_too() {
-    let p = load(r#"policy p { deny "my_server/x" }"#);
-    assert_eq!(d(&p, &tool("My-Server", "X")).0, "deny");
+    let p = Case::policy(r#"policy p { deny "my_server/x" }"#);
+    p.tool("My-Server", "X").verdict(Verdict::Deny);
 }
 
 #[test]
 fn a_loose_regex_is_tried_on_the_raw_and_the_folded_name() {
-    let raw = load(r#"policy p { deny "*" ~ /^Delete-/ }"#);
-    assert_eq!(d(&raw, &tool("s", "Delete-Repo")).0, "deny", "raw form");
-    let folded = load(r#"policy p { deny "*" ~ /^delete_repo$/ }"#);
-    assert_eq!(
-        d(&folded, &tool("s", "Delete.Repo")).0,
-        "deny",
-        "folded form"
-    );
+    let raw = Case::policy(r#"policy p { deny "*" ~ /^Delete-/ }"#);
+    raw.tool("s", "Delete-Repo").verdict(Verdict::Deny); // raw form
+    let folded = Case::policy(r#"policy p { deny "*" ~ /^delete_repo$/ }"#);
+    folded.tool("s", "Delete.Repo").verdict(Verdict::Deny); // folded form
 }
 
 #[test]
 fn allow_matches_exactly() {
-    let p = load(r#"policy p { allow "*/delete_repo" }"#);
-    assert_eq!(d(&p, &tool("github", "delete_repo")).0, "allow");
+    let p = Case::policy(r#"policy p { allow "*/delete_repo" }"#);
+    p.tool("github", "delete_repo").verdict(Verdict::Allow);
     for name in ["Delete_Repo", "delete-repo", "DELETE.REPO"] {
-        assert_eq!(d(&p, &tool("github", name)).0, "ask", "{name}");
+        p.tool("github", name).verdict(Verdict::Ask); // "{name}"
     }
 }
 
 #[test]
 fn allow_regexes_see_only_the_raw_name() {
-    let p = load(r#"policy p { allow "*" ~ /^get_/ }"#);
-    assert_eq!(d(&p, &tool("s", "get_x")).0, "allow");
-    assert_eq!(d(&p, &tool("s", "Get-X")).0, "ask");
+    let p = Case::policy(r#"policy p { allow "*" ~ /^get_/ }"#);
+    p.tool("s", "get_x").verdict(Verdict::Allow);
+    p.tool("s", "Get-X").verdict(Verdict::Ask);
 }
 
 // --------------------------------------------------------- precedence
 
 #[test]
 fn deny_beats_pin_ask_and_allow() {
-    let p = load(
+    let p = Case::policy(
         r#"policy p { allow "fs/rm"
         ask "fs/rm"
         deny "fs/rm" }"#,
     );
-    let changed = tool("fs", "rm").with_approval(ToolApproval::Changed);
-    assert_eq!(
-        d(&p, &changed),
-        is("deny", "deny", "deny_rule", Some("deny:0"))
+    p.tool("fs", "rm").approval(ToolApproval::Changed).expect(
+        Verdict::Deny,
+        Reason::DenyRule,
+        Some("deny:0"),
     );
 }
 
 #[test]
 fn pin_beats_ask_and_allow() {
-    let p = load(
+    let p = Case::policy(
         r#"policy p { allow "fs/read"
         ask "fs/read" }"#,
     );
-    let changed = tool("fs", "read").with_approval(ToolApproval::Changed);
-    assert_eq!(
-        d(&p, &changed),
-        is("ask", "pin", "definition_changed", None)
+    p.tool("fs", "read").approval(ToolApproval::Changed).expect(
+        Verdict::Ask,
+        Reason::DefinitionChanged,
+        None,
     );
 }
 
 #[test]
 fn ask_beats_allow_and_allow_beats_default() {
-    let p = load(
+    let p = Case::policy(
         r#"policy p { default deny
         allow "a/*"
         ask "a/b" }"#,
     );
-    assert_eq!(
-        d(&p, &tool("a", "b")),
-        is("ask", "ask", "ask_rule", Some("ask:0"))
-    );
-    assert_eq!(
-        d(&p, &tool("a", "c")),
-        is("allow", "allow", "allow_rule", Some("allow:0"))
-    );
-    assert_eq!(
-        d(&p, &tool("z", "c")),
-        is("deny", "default", "no_rule", None)
-    );
+    p.tool("a", "b")
+        .expect(Verdict::Ask, Reason::AskRule, Some("ask:0"));
+    p.tool("a", "c")
+        .expect(Verdict::Allow, Reason::AllowRule, Some("allow:0"));
+    p.tool("z", "c").expect(Verdict::Deny, Reason::NoRule, None);
 }
 
 #[test]
 fn a_narrow_allow_never_carves_out_of_a_broad_deny() {
-    let p = load(
+    let p = Case::policy(
         r#"policy p { deny "github/*"
         allow "github/get_user" }"#,
     );
-    assert_eq!(d(&p, &tool("github", "get_user")).0, "deny");
+    p.tool("github", "get_user").verdict(Verdict::Deny);
 }
 
 #[test]
 fn rule_order_only_picks_the_reported_id() {
-    let a = load(
+    let a = Case::policy(
         r#"policy p { deny one: "a/*"
         deny two: "a/b" }"#,
     );
-    let b = load(
+    let b = Case::policy(
         r#"policy p { deny two: "a/b"
         deny one: "a/*" }"#,
     );
-    assert_eq!(
-        d(&a, &tool("a", "b")),
-        is("deny", "deny", "deny_rule", Some("one"))
-    );
-    assert_eq!(
-        d(&b, &tool("a", "b")),
-        is("deny", "deny", "deny_rule", Some("two"))
-    );
+    a.tool("a", "b")
+        .expect(Verdict::Deny, Reason::DenyRule, Some("one"));
+    b.tool("a", "b")
+        .expect(Verdict::Deny, Reason::DenyRule, Some("two"));
 }
 
 #[test]
 fn ids_count_from_zero_within_each_list_one_per_statement() {
-    let p = load(
+    let p = Case::policy(
         r#"policy p {
         allow "x/1", "x/2"
         deny "y/1"
         allow named: "x/3"
         allow "x/4" }"#,
     );
-    assert_eq!(d(&p, &tool("x", "2")).3.as_deref(), Some("allow:0"));
-    assert_eq!(d(&p, &tool("y", "1")).3.as_deref(), Some("deny:0"));
-    assert_eq!(d(&p, &tool("x", "3")).3.as_deref(), Some("named"));
-    assert_eq!(d(&p, &tool("x", "4")).3.as_deref(), Some("allow:2"));
+    p.tool("x", "2").rule(Some("allow:0"));
+    p.tool("y", "1").rule(Some("deny:0"));
+    p.tool("x", "3").rule(Some("named"));
+    p.tool("x", "4").rule(Some("allow:2"));
 }
 
 #[test]
 fn the_first_matching_rule_in_file_order_is_reported_even_with_conditions() {
-    let p = load(
+    let p = Case::policy(
         r#"policy p {
         allow "a/b" when args.n == 1
         allow "a/*"
         allow "a/b" }"#,
     );
     let args = json!({"n": 2});
-    assert_eq!(
-        d(&p, &tool("a", "b").with_args(&args)).3.as_deref(),
-        Some("allow:1")
-    );
+    p.tool("a", "b").args(args.clone()).rule(Some("allow:1"));
 }
 
 // --------------------------------------------------------- no approver
 
 #[test]
 fn without_an_approver_nothing_is_asked() {
-    let p = load(
+    let p = Case::policy(
         r#"policy p { ask "a/b"
         allow "a/c" }"#,
     );
-    assert_eq!(
-        d(&p, &tool("a", "b").without_approver()),
-        is("deny", "ask", "no_approver", Some("ask:0"))
-    );
-    assert_eq!(
-        d(&p, &tool("a", "x").without_approver()),
-        is("deny", "default", "no_rule", None)
-    );
-    let changed = tool("a", "c")
-        .with_approval(ToolApproval::Changed)
-        .without_approver();
-    assert_eq!(
-        d(&p, &changed),
-        is("deny", "pin", "definition_changed", None)
-    );
+    p.tool("a", "b")
+        .no_approver()
+        .expect(Verdict::Deny, Reason::NoApprover, Some("ask:0"));
+    p.tool("a", "x")
+        .no_approver()
+        .expect(Verdict::Deny, Reason::NoRule, None);
+    p.tool("a", "c")
+        .approval(ToolApproval::Changed)
+        .no_approver()
+        .expect(Verdict::Deny, Reason::DefinitionChanged, None);
 }
 
 #[test]
 fn resource_reads_and_prompt_gets_never_have_an_approver() {
-    let p = load(
+    let p = Case::policy(
         r#"policy p { scope tools, resources, prompts
         ask resource "wiki/*"
         ask prompt "wiki/*" }"#,
     );
-    assert_eq!(
-        d(&p, &Request::resource("wiki", "page")),
-        is("deny", "ask", "no_approver", Some("ask:0"))
-    );
-    assert_eq!(
-        d(&p, &Request::prompt("wiki", "p")),
-        is("deny", "ask", "no_approver", Some("ask:1"))
-    );
-    assert_eq!(
-        d(&p, &Request::resource("other", "x")),
-        is("deny", "default", "no_rule", None)
-    );
+    p.resource("wiki", "page")
+        .expect(Verdict::Deny, Reason::NoApprover, Some("ask:0"));
+    p.prompt("wiki", "p")
+        .expect(Verdict::Deny, Reason::NoApprover, Some("ask:1"));
+    p.resource("other", "x")
+        .expect(Verdict::Deny, Reason::NoRule, None);
 }
 
 // ------------------------------------------------------------ new tools
@@ -376,40 +300,32 @@ const NEW_TOOLS: &str = r#"policy p {
 
 #[test]
 fn a_new_tool_is_allowed_only_by_an_exact_allow() {
-    let p = load(NEW_TOOLS);
-    let new = |name: &'static str| tool("fs", name).with_approval(ToolApproval::New);
-    assert_eq!(
-        d(&p, &new("read_file")),
-        is("allow", "allow", "allow_rule", Some("allow:0"))
-    );
+    let p = Case::policy(NEW_TOOLS);
+    let new = |name: &str| p.tool("fs", name).approval(ToolApproval::New);
+    new("read_file").expect(Verdict::Allow, Reason::AllowRule, Some("allow:0"));
     for name in ["list_dir", "stat", "anything", "get_x"] {
-        assert_eq!(
-            d(&p, &new(name)),
-            is("ask", "default", "no_rule", None),
-            "{name}"
-        );
+        new(name).expect(Verdict::Ask, Reason::NoRule, None);
     }
-    assert_eq!(d(&p, &new("ask_me")).1, "ask", "ask rules still apply");
-    assert_eq!(d(&p, &new("drop")).1, "deny", "deny rules still apply");
+    new("ask_me").source(Source::Ask); // ask rules still apply
+    new("drop").source(Source::Deny); // deny rules still apply
 }
 
 #[test]
 fn an_exact_allow_with_a_condition_still_counts_for_a_new_tool() {
-    let p = load(r#"policy p { allow "fs/read_file" when args.path inside "/srv" }"#);
-    let args = json!({"path": "/srv/a"});
-    let new = tool("fs", "read_file")
-        .with_args(&args)
-        .with_approval(ToolApproval::New);
-    assert_eq!(d(&p, &new).0, "allow");
+    let p = Case::policy(r#"policy p { allow "fs/read_file" when args.path inside "/srv" }"#);
+    p.tool("fs", "read_file")
+        .args(json!({"path": "/srv/a"}))
+        .approval(ToolApproval::New)
+        .verdict(Verdict::Allow);
 }
 
 #[test]
 fn allow_new_tools_on_lets_globs_allow_new_tools() {
-    let p = load(&NEW_TOOLS.replace("policy p {", "policy p { allow_new_tools on"));
-    let new = tool("fs", "list_dir").with_approval(ToolApproval::New);
-    assert_eq!(
-        d(&p, &new),
-        is("allow", "allow", "allow_rule", Some("allow:1"))
+    let p = Case::policy(&NEW_TOOLS.replace("policy p {", "policy p { allow_new_tools on"));
+    p.tool("fs", "list_dir").approval(ToolApproval::New).expect(
+        Verdict::Allow,
+        Reason::AllowRule,
+        Some("allow:1"),
     );
 }
 
@@ -447,12 +363,13 @@ fn a_lock_file_tells_approved_changed_and_new() {
 
 #[test]
 fn pin_tools_off_ignores_changed_definitions() {
-    let p = load(
+    let p = Case::policy(
         r#"policy p { pin_tools off
         allow "fs/read_file" }"#,
     );
-    let changed = tool("fs", "read_file").with_approval(ToolApproval::Changed);
-    assert_eq!(d(&p, &changed).0, "allow");
+    p.tool("fs", "read_file")
+        .approval(ToolApproval::Changed)
+        .verdict(Verdict::Allow);
 }
 
 #[test]
@@ -488,175 +405,142 @@ const ANNOTATED: &str = r#"policy p {
 
 #[test]
 fn untrusted_servers_get_conservative_annotations() {
-    let p = load(ANNOTATED);
+    let p = Case::policy(ANNOTATED);
     let all_good = json!({"readOnlyHint": true, "destructiveHint": false, "openWorldHint": false, "idempotentHint": true});
-    assert_eq!(
-        d(&p, &tool("web", "x").with_annotations(&all_good)).2,
-        "no_rule"
-    );
+    p.tool("web", "x")
+        .annotations(all_good.clone())
+        .reason(Reason::NoRule);
 }
 
 #[test]
 fn trusted_servers_hints_are_used_and_absent_hints_take_mcp_defaults() {
-    let p = load(ANNOTATED);
-    let hint = |v: &Value| d(&p, &tool("docs", "x").with_annotations(v)).3;
-    assert_eq!(hint(&json!({"readOnlyHint": true})).as_deref(), Some("ro"));
-    assert_eq!(
-        hint(&json!({"destructiveHint": false})).as_deref(),
-        Some("nd")
-    );
-    assert_eq!(
-        hint(&json!({"openWorldHint": false})).as_deref(),
-        Some("cw")
-    );
-    assert_eq!(
-        hint(&json!({"idempotentHint": true})).as_deref(),
-        Some("id")
-    );
+    let p = Case::policy(ANNOTATED);
+    let hint = |v: Value| p.tool("docs", "x").annotations(v);
+    hint(json!({"readOnlyHint": true})).rule(Some("ro"));
+    hint(json!({"destructiveHint": false})).rule(Some("nd"));
+    hint(json!({"openWorldHint": false})).rule(Some("cw"));
+    hint(json!({"idempotentHint": true})).rule(Some("id"));
     // Absent: read_only false, destructive true, open_world true, idempotent false.
-    assert_eq!(hint(&json!({})), None);
+    hint(json!({})).rule(None);
     // A hint that is not a boolean counts as absent.
-    assert_eq!(hint(&json!({"readOnlyHint": "yes"})), None);
+    hint(json!({"readOnlyHint": "yes"})).rule(None);
 }
 
 #[test]
 fn trusted_all_and_the_hosts_own_trust() {
-    let all = load(&ANNOTATED.replace(r#"trusted "docs""#, "trusted all"));
+    let all = Case::policy(&ANNOTATED.replace(r#"trusted "docs""#, "trusted all"));
     let ro = json!({"readOnlyHint": true});
-    assert_eq!(d(&all, &tool("web", "x").with_annotations(&ro)).0, "allow");
-    let p = load(ANNOTATED);
-    let host_trusted = tool("web", "x")
-        .with_annotations(&ro)
-        .with_trusted_server(true);
-    assert_eq!(d(&p, &host_trusted).0, "allow");
+    all.tool("web", "x")
+        .annotations(ro.clone())
+        .verdict(Verdict::Allow);
+    let p = Case::policy(ANNOTATED);
+    p.tool("web", "x")
+        .annotations(ro)
+        .trusted()
+        .verdict(Verdict::Allow);
 }
 
 // ---------------------------------------------------- argument tests
 
 #[test]
 fn selectors_reach_keys_indexes_and_odd_keys() {
-    let p = load(
+    let p = Case::policy(
         r#"policy p {
         deny a: "t/x" when args.files[0].path == "/etc/passwd"
         deny b: "t/x" when args["odd key"] == 1
         deny c: "t/x" when args.meta.level >= 3 }"#,
     );
-    let r = |v: Value| d(&p, &tool("t", "x").with_args(Box::leak(Box::new(v)))).3;
-    assert_eq!(
-        r(json!({"files": [{"path": "/etc/passwd"}]})).as_deref(),
-        Some("a")
-    );
-    assert_eq!(r(json!({"odd key": 1})).as_deref(), Some("b"));
-    assert_eq!(r(json!({"meta": {"level": 3.5}})).as_deref(), Some("c"));
-    assert_eq!(
-        r(json!({"files": [{"path": "/tmp"}], "meta": {"level": 1}})),
-        None
-    );
+    let r = |v: Value| p.tool("t", "x").args(v);
+    r(json!({"files": [{"path": "/etc/passwd"}]})).rule(Some("a"));
+    r(json!({"odd key": 1})).rule(Some("b"));
+    r(json!({"meta": {"level": 3.5}})).rule(Some("c"));
+    r(json!({"files": [{"path": "/tmp"}], "meta": {"level": 1}})).rule(None);
 }
 
 #[test]
 fn a_step_that_meets_a_list_checks_every_element() {
-    let p = load(
+    let p = Case::policy(
         r#"policy p {
         deny "t/x" when args.files.path escapes "/srv"
         allow "t/x" when args.files.path inside "/srv" }"#,
     );
-    let r = |v: Value| d(&p, &tool("t", "x").with_args(Box::leak(Box::new(v)))).0;
-    assert_eq!(
-        r(json!({"files": [{"path": "/srv/a"}, {"path": "b"}]})),
-        "allow"
-    );
-    assert_eq!(
-        r(json!({"files": [{"path": "/srv/a"}, {"path": "/etc/b"}]})),
-        "deny"
-    );
+    let r = |v: Value| p.tool("t", "x").args(v);
+    r(json!({"files": [{"path": "/srv/a"}, {"path": "b"}]})).verdict(Verdict::Allow);
+    r(json!({"files": [{"path": "/srv/a"}, {"path": "/etc/b"}]})).verdict(Verdict::Deny);
 }
 
 #[test]
 fn list_values_quantify_to_the_narrower_answer() {
     // Allow: every element must pass. Deny: one element is enough.
-    let p = load(
+    let p = Case::policy(
         r#"policy p {
         deny secret: "t/x" when args.tags in ["secret"]
         allow public: "t/x" when args.tags in ["public", "docs"] }"#,
     );
-    let r = |v: Value| d(&p, &tool("t", "x").with_args(Box::leak(Box::new(v)))).3;
-    assert_eq!(
-        r(json!({"tags": ["public", "secret"]})).as_deref(),
-        Some("secret")
-    );
-    assert_eq!(
-        r(json!({"tags": ["public", "docs"]})).as_deref(),
-        Some("public")
-    );
-    assert_eq!(r(json!({"tags": ["public", "other"]})), None);
+    let r = |v: Value| p.tool("t", "x").args(v);
+    r(json!({"tags": ["public", "secret"]})).rule(Some("secret"));
+    r(json!({"tags": ["public", "docs"]})).rule(Some("public"));
+    r(json!({"tags": ["public", "other"]})).rule(None);
     // Under `not` the quantifier flips: "no tag is secret" needs every tag checked.
-    let q = load(r#"policy q { allow "t/x" when not (args.tags in ["secret"]) }"#);
-    let tags = json!({"tags": ["public", "secret"]});
-    assert_eq!(d(&q, &tool("t", "x").with_args(&tags)).0, "ask");
+    let q = Case::policy(r#"policy q { allow "t/x" when not (args.tags in ["secret"]) }"#);
+    q.tool("t", "x")
+        .args(json!({"tags": ["public", "secret"]}))
+        .verdict(Verdict::Ask);
 }
 
 #[test]
 fn a_missing_selector_is_no_match_not_a_failure() {
-    let p = load(
+    let p = Case::policy(
         r#"policy p {
         deny "t/x" when args.n > 5 or args.s matches /x/ or args.k in [1] or args.e == 1
         allow "t/x" when not exists args.n }"#,
     );
-    let empty = json!({});
-    assert_eq!(
-        d(&p, &tool("t", "x").with_args(&empty)),
-        is("allow", "allow", "allow_rule", Some("allow:0"))
-    );
-    assert_eq!(
-        d(&p, &tool("t", "x")).0,
-        "allow",
-        "no args at all reads as {{}}"
-    );
+    p.tool("t", "x")
+        .args(json!({}))
+        .expect(Verdict::Allow, Reason::AllowRule, Some("allow:0"));
+    p.tool("t", "x").verdict(Verdict::Allow); // no args at all reads as {}
 }
 
 #[test]
 fn a_value_of_the_wrong_type_is_a_failure() {
-    let p = load(
+    let p = Case::policy(
         r#"policy p {
         deny "t/re" when args.s matches /x/
         deny "t/gt" when args.n > 5
         allow "t/*" }"#,
     );
     let num = json!({"s": 5});
-    assert_eq!(
-        d(&p, &tool("t", "re").with_args(&num)),
-        is("deny", "deny", "predicate_failed", Some("deny:0"))
+    p.tool("t", "re").args(num.clone()).expect(
+        Verdict::Deny,
+        Reason::PredicateFailed,
+        Some("deny:0"),
     );
     let string = json!({"n": "6"});
-    assert_eq!(
-        d(&p, &tool("t", "gt").with_args(&string)),
-        is("deny", "deny", "predicate_failed", Some("deny:1"))
+    p.tool("t", "gt").args(string.clone()).expect(
+        Verdict::Deny,
+        Reason::PredicateFailed,
+        Some("deny:1"),
     );
 }
 
 #[test]
 fn comparisons_membership_and_equality_of_json_values() {
-    let p = load(
+    let p = Case::policy(
         r#"policy p {
         allow a: "t/a" when args.n == 1 and args.n != 2 and args.n < 1.5 and args.n <= 1 and args.n >= 1 and args.n > 0.5
         allow b: "t/b" when args.o == {"k": [1, true, null]}
         allow c: "t/c" when args.v in ["x", 2, false] }"#,
     );
     let one = json!({"n": 1.0});
-    assert_eq!(
-        d(&p, &tool("t", "a").with_args(&one)).0,
-        "allow",
-        "1.0 == 1"
-    );
+    p.tool("t", "a").args(one.clone()).verdict(Verdict::Allow); // 1.0 == 1
     let o = json!({"o": {"k": [1, true, null]}});
-    assert_eq!(d(&p, &tool("t", "b").with_args(&o)).0, "allow");
+    p.tool("t", "b").args(o.clone()).verdict(Verdict::Allow);
     for v in [json!("x"), json!(2), json!(false)] {
         let a = json!({"v": v});
-        assert_eq!(d(&p, &tool("t", "c").with_args(&a)).0, "allow");
+        p.tool("t", "c").args(a.clone()).verdict(Verdict::Allow);
     }
     let a = json!({"v": "y"});
-    assert_eq!(d(&p, &tool("t", "c").with_args(&a)).0, "ask");
+    p.tool("t", "c").args(a.clone()).verdict(Verdict::Ask);
 }
 
 // ----------------------------------------------------------------- paths
@@ -666,16 +550,14 @@ const SANDBOX: &str = r#"policy p {
     allow inside: "fs/*" when args.path inside "/srv/sandbox"
 }"#;
 
-fn path_decision(p: &Policy, path: Value) -> String {
-    let args = json!({ "path": path });
-    d(p, &tool("fs", "read").with_args(&args))
-        .3
-        .unwrap_or_default()
+/// A read of `path` under [`SANDBOX`].
+fn read(p: &Case, path: Value) -> Req<'_> {
+    p.tool("fs", "read").args(json!({ "path": path }))
 }
 
 #[test]
 fn the_contracts_inside_examples() {
-    let p = load(SANDBOX);
+    let p = Case::policy(SANDBOX);
     for path in [
         "/srv/sandbox",
         "/srv/sandbox/a/../b",
@@ -683,13 +565,13 @@ fn the_contracts_inside_examples() {
         "./x",
         "/srv/sandbox/",
     ] {
-        assert_eq!(path_decision(&p, json!(path)), "inside", "{path}");
+        read(&p, json!(path)).rule(Some("inside"));
     }
 }
 
 #[test]
 fn the_contracts_escape_examples() {
-    let p = load(SANDBOX);
+    let p = Case::policy(SANDBOX);
     for path in [
         json!("/srv/sandboxed"),
         json!("/srv/sandbox/../x"),
@@ -700,28 +582,29 @@ fn the_contracts_escape_examples() {
         json!(42),
         json!(["/srv/sandbox/a", "/tmp/b"]),
     ] {
-        assert_eq!(path_decision(&p, path.clone()), "escape", "{path}");
+        read(&p, path).rule(Some("escape"));
     }
 }
 
 #[test]
 fn a_missing_path_is_no_match_for_both_tests() {
-    let p = load(SANDBOX);
+    let p = Case::policy(SANDBOX);
     let none = json!({});
-    assert_eq!(d(&p, &tool("fs", "read").with_args(&none)).2, "no_rule");
+    p.tool("fs", "read")
+        .args(none.clone())
+        .reason(Reason::NoRule);
 }
 
 #[test]
 fn paths_are_nfc_normalized_and_tilde_is_literal() {
-    let p = load(r#"policy p { allow "fs/*" when args.path inside "/caf\u00e9" }"#);
+    let p = Case::policy(r#"policy p { allow "fs/*" when args.path inside "/caf\u00e9" }"#);
     let decomposed = json!({"path": "/cafe\u{301}/menu"});
-    assert_eq!(d(&p, &tool("fs", "x").with_args(&decomposed)).0, "allow");
-    let q = load(SANDBOX);
-    assert_eq!(
-        path_decision(&q, json!("~/x")),
-        "inside",
-        "~ is a plain segment, joined to the root"
-    );
+    p.tool("fs", "x")
+        .args(decomposed.clone())
+        .verdict(Verdict::Allow);
+    let q = Case::policy(SANDBOX);
+    // `~` is a plain segment, joined to the root.
+    read(&q, json!("~/x")).rule(Some("inside"));
 }
 
 // ----------------------------------------------------------------- taint
@@ -734,50 +617,46 @@ const TAINT: &str = r#"policy p {
 
 #[test]
 fn taint_from_another_server_taints() {
-    let p = load(TAINT);
-    assert_eq!(d(&p, &tool("mail", "send").with_taint(&["web"])).0, "deny");
-    assert_eq!(
-        d(&p, &tool("mail", "send").with_taint(&["mail", "web"])).0,
-        "deny"
-    );
+    let p = Case::policy(TAINT);
+    p.tool("mail", "send")
+        .taint(&["web"])
+        .verdict(Verdict::Deny);
+    p.tool("mail", "send")
+        .taint(&["mail", "web"])
+        .verdict(Verdict::Deny);
 }
 
 #[test]
 fn own_output_ignored_servers_and_no_taint_do_not() {
-    let p = load(TAINT);
-    assert_eq!(
-        d(&p, &tool("mail", "send").with_taint(&["mail"])).0,
-        "allow"
-    );
-    assert_eq!(d(&p, &tool("mail", "send")).0, "allow");
-    assert_eq!(d(&p, &tool("fs", "read").with_taint(&["docs"])).0, "allow");
-    assert_eq!(
-        d(&p, &tool("fs", "read").with_taint(&["docs", "web"])).0,
-        "ask"
-    );
+    let p = Case::policy(TAINT);
+    p.tool("mail", "send")
+        .taint(&["mail"])
+        .verdict(Verdict::Allow);
+    p.tool("mail", "send").verdict(Verdict::Allow);
+    p.tool("fs", "read")
+        .taint(&["docs"])
+        .verdict(Verdict::Allow);
+    p.tool("fs", "read")
+        .taint(&["docs", "web"])
+        .verdict(Verdict::Ask);
 }
 
 // ---------------------------------------------- principal, assigns, host
 
 #[test]
 fn principal_and_assigns() {
-    let p = load(
+    let p = Case::policy(
         r#"policy p {
         allow a: "t/x" when principal in ["dana", "omar"]
         allow b: "t/y" when principal == "dana" and assigns.role == "admin" and assigns.limits.max >= 10 }"#,
     );
-    assert_eq!(d(&p, &tool("t", "x").with_principal("omar")).0, "allow");
-    assert_eq!(d(&p, &tool("t", "x").with_principal("eve")).0, "ask");
-    assert_eq!(d(&p, &tool("t", "x")).0, "ask", "no principal: no match");
-    let assigns = json!({"role": "admin", "limits": {"max": 10}});
-    assert_eq!(
-        d(
-            &p,
-            &tool("t", "y").with_principal("dana").with_assigns(&assigns)
-        )
-        .0,
-        "allow"
-    );
+    p.tool("t", "x").principal("omar").verdict(Verdict::Allow);
+    p.tool("t", "x").principal("eve").verdict(Verdict::Ask);
+    p.tool("t", "x").verdict(Verdict::Ask); // no principal: no match
+    p.tool("t", "y")
+        .principal("dana")
+        .assigns(json!({"role": "admin", "limits": {"max": 10}}))
+        .verdict(Verdict::Allow);
 }
 
 fn host(value: Result<bool, String>) -> LoadOptions {
@@ -794,10 +673,10 @@ const HOST: &str = r#"policy p {
 
 #[test]
 fn host_predicates_decide_when_registered() {
-    let yes = load_with(HOST, &host(Ok(true)));
-    assert_eq!(d(&yes, &tool("t", "a")).0, "allow");
-    let no = load_with(HOST, &host(Ok(false)));
-    assert_eq!(d(&no, &tool("t", "a")).2, "no_rule");
+    let yes = Case::policy_with(HOST, host(Ok(true)));
+    yes.tool("t", "a").verdict(Verdict::Allow);
+    let no = Case::policy_with(HOST, host(Ok(false)));
+    no.tool("t", "a").reason(Reason::NoRule);
 }
 
 #[test]
@@ -811,19 +690,12 @@ fn a_host_predicate_that_errors_panics_or_is_missing_fails_closed() {
         },
         LoadOptions::default(),
     ] {
-        let p = load_with(HOST, &options);
-        assert_eq!(
-            d(&p, &tool("t", "d")),
-            is("deny", "deny", "predicate_failed", Some("guard"))
-        );
-        assert_eq!(
-            d(&p, &tool("t", "q")),
-            is("ask", "ask", "predicate_failed", Some("q"))
-        );
-        assert_eq!(
-            d(&p, &tool("t", "a")),
-            is("ask", "default", "no_rule", None)
-        );
+        let p = Case::policy_with(HOST, options);
+        p.tool("t", "d")
+            .expect(Verdict::Deny, Reason::PredicateFailed, Some("guard"));
+        p.tool("t", "q")
+            .expect(Verdict::Ask, Reason::PredicateFailed, Some("q"));
+        p.tool("t", "a").expect(Verdict::Ask, Reason::NoRule, None);
     }
 }
 
@@ -849,22 +721,22 @@ fn naming_an_unregistered_host_predicate_is_a_load_error() {
 
 #[test]
 fn and_or_not_parentheses_and_unless() {
-    let p = load(
+    let p = Case::policy(
         r#"policy p {
         allow a: "t/a" when (args.x == 1 or args.y == 1) and not args.z == 1
         allow b: "t/b" unless args.z == 1 }"#,
     );
-    let r = |n: &'static str, v: Value| d(&p, &tool("t", n).with_args(Box::leak(Box::new(v)))).0;
-    assert_eq!(r("a", json!({"y": 1})), "allow");
-    assert_eq!(r("a", json!({"y": 1, "z": 1})), "ask");
-    assert_eq!(r("a", json!({})), "ask");
-    assert_eq!(r("b", json!({})), "allow");
-    assert_eq!(r("b", json!({"z": 1})), "ask");
+    let r = |n: &str, v: Value| p.tool("t", n).args(v);
+    r("a", json!({"y": 1})).verdict(Verdict::Allow);
+    r("a", json!({"y": 1, "z": 1})).verdict(Verdict::Ask);
+    r("a", json!({})).verdict(Verdict::Ask);
+    r("b", json!({})).verdict(Verdict::Allow);
+    r("b", json!({"z": 1})).verdict(Verdict::Ask);
 }
 
 #[test]
 fn failures_follow_kleene_logic_and_never_widen() {
-    let p = load(
+    let p = Case::policy(
         r#"policy p {
         deny a: "t/a" when args.k == 1 and args.n > 5
         deny b: "t/b" when args.k == 1 or args.n > 5
@@ -872,31 +744,28 @@ fn failures_follow_kleene_logic_and_never_widen() {
         allow d: "t/d" when not (args.n > 5)
         allow e: "t/e" when args.k == 1 or args.n > 5 }"#,
     );
-    let bad = json!({"k": 2, "n": "x"});
-    let r = |n: &'static str| d(&p, &tool("t", n).with_args(&bad));
+    let r = |n: &str| p.tool("t", n).args(json!({"k": 2, "n": "x"}));
     // false and failed = false: the deny cannot apply whatever n is.
-    assert_eq!(r("a").2, "no_rule");
+    r("a").reason(Reason::NoRule);
     // false or failed = failed: the deny matches.
-    assert_eq!(r("b"), is("deny", "deny", "predicate_failed", Some("b")));
+    r("b").expect(Verdict::Deny, Reason::PredicateFailed, Some("b"));
     // not failed = failed: still matches a deny...
-    assert_eq!(r("c"), is("deny", "deny", "predicate_failed", Some("c")));
+    r("c").expect(Verdict::Deny, Reason::PredicateFailed, Some("c"));
     // ...and still does not match an allow.
-    assert_eq!(r("d").2, "no_rule");
-    assert_eq!(r("e").2, "no_rule");
-    let ok = json!({"k": 1, "n": "x"});
-    assert_eq!(
-        d(&p, &tool("t", "e").with_args(&ok)).0,
-        "allow",
-        "true or failed = true"
-    );
+    r("d").reason(Reason::NoRule);
+    r("e").reason(Reason::NoRule);
+    // true or failed = true
+    p.tool("t", "e")
+        .args(json!({"k": 1, "n": "x"}))
+        .verdict(Verdict::Allow);
 }
 
 // ------------------------------------------------------------- settings
 
 #[test]
 fn settings_defaults() {
-    let p = load("policy p {}");
-    let s = p.settings();
+    let p = Case::policy("policy p {}");
+    let s = p.compiled().settings();
     assert_eq!(s.default, mcppol::DefaultDecision::Ask);
     assert!(s.pin_tools && !s.allow_new_tools && !s.scope.resources && !s.scope.prompts);
     assert_eq!(s.trusted, mcppol::Trusted::None);
@@ -904,23 +773,19 @@ fn settings_defaults() {
 
 #[test]
 fn out_of_scope_requests_are_allowed_ungoverned() {
-    let p = load(
+    let p = Case::policy(
         r#"policy p { default deny
         deny "*/*" }"#,
     );
-    assert_eq!(
-        d(&p, &Request::resource("a", "b")),
-        is("allow", "default", "out_of_scope", None)
-    );
-    assert_eq!(
-        d(&p, &Request::prompt("a", "b")),
-        is("allow", "default", "out_of_scope", None)
-    );
+    p.resource("a", "b")
+        .expect(Verdict::Allow, Reason::OutOfScope, None);
+    p.prompt("a", "b")
+        .expect(Verdict::Allow, Reason::OutOfScope, None);
 }
 
 #[test]
 fn a_request_naming_no_loaded_policy_is_denied() {
-    let decision = mcppol::decide(None, &tool("a", "b"));
+    let decision = mcppol::decide(None, &Request::tool("a", "b"));
     assert_eq!(decision.decision, Verdict::Deny);
     assert_eq!(decision.reason, Reason::NoPolicy);
 }
@@ -938,44 +803,44 @@ const VIS: &str = r#"policy p {
 
 #[test]
 fn hidden_tools_are_denied_before_any_rule() {
-    let p = load(VIS);
-    assert_eq!(
-        d(&p, &tool("mail", "send")),
-        is("deny", "visibility", "hidden", None)
-    );
-    assert_eq!(
-        d(&p, &tool("github", "get")).1,
-        "deny",
-        "visible: rules apply"
-    );
+    let p = Case::policy(VIS);
+    p.tool("mail", "send")
+        .expect(Verdict::Deny, Reason::Hidden, None);
+    p.tool("github", "get").source(Source::Deny); // visible: rules apply
 }
 
 #[test]
 fn include_is_exact_and_exclude_is_loose_and_wins() {
-    let p = load(VIS);
-    assert!(p.is_visible("github", "get_user"));
-    assert!(!p.is_visible("GitHub", "get_user"), "include is exact");
-    assert!(!p.is_visible("github", "Delete-Repo"), "exclude is loose");
-    assert!(p.is_visible("fs", "read_x"));
-    assert!(!p.is_visible("fs", "write_x"), "not included");
+    let p = Case::policy(VIS);
+    assert!(p.compiled().is_visible("github", "get_user"));
     assert!(
-        !p.is_visible("github", "delete_repo"),
+        !p.compiled().is_visible("GitHub", "get_user"),
+        "include is exact"
+    );
+    assert!(
+        !p.compiled().is_visible("github", "Delete-Repo"),
+        "exclude is loose"
+    );
+    assert!(p.compiled().is_visible("fs", "read_x"));
+    assert!(!p.compiled().is_visible("fs", "write_x"), "not included");
+    assert!(
+        !p.compiled().is_visible("github", "delete_repo"),
         "exclude wins over include"
     );
 }
 
 #[test]
 fn an_empty_include_shows_every_tool_not_excluded() {
-    let p = load(r#"policy p { tools { exclude "*/secret*" } }"#);
-    assert!(p.is_visible("any", "thing"));
-    assert!(!p.is_visible("any", "Secret_Key"));
+    let p = Case::policy(r#"policy p { tools { exclude "*/secret*" } }"#);
+    assert!(p.compiled().is_visible("any", "thing"));
+    assert!(!p.compiled().is_visible("any", "Secret_Key"));
 }
 
 // -------------------------------------------------------- every reason
 
 #[test]
 fn every_reason_value_is_reachable() {
-    let p = load(
+    let p = Case::policy(
         r#"policy p {
         scope tools, resources
         tools { exclude "*/hidden" }
@@ -985,40 +850,33 @@ fn every_reason_value_is_reachable() {
         allow "t/allow"
     }"#,
     );
-    let s = json!({"n": "s"});
-    let cases: Vec<(Request<'_>, Source, Reason)> = vec![
-        (tool("t", "hidden"), Source::Visibility, Reason::Hidden),
-        (tool("t", "deny"), Source::Deny, Reason::DenyRule),
-        (tool("t", "ask"), Source::Ask, Reason::AskRule),
-        (tool("t", "allow"), Source::Allow, Reason::AllowRule),
-        (
-            tool("t", "fail").with_args(&s),
-            Source::Deny,
-            Reason::PredicateFailed,
-        ),
-        (
-            tool("t", "ask").without_approver(),
-            Source::Ask,
-            Reason::NoApprover,
-        ),
-        (
-            tool("t", "allow").with_approval(ToolApproval::Changed),
-            Source::Pin,
-            Reason::DefinitionChanged,
-        ),
-        (tool("t", "other"), Source::Default, Reason::NoRule),
-        (
-            Request::prompt("t", "x"),
-            Source::Default,
-            Reason::OutOfScope,
-        ),
-    ];
-    for (request, source, reason) in cases {
-        let x = p.decide(&request);
-        assert_eq!((x.source, x.reason), (source, reason), "{request:?}");
-    }
+    p.tool("t", "hidden")
+        .expect(Verdict::Deny, Reason::Hidden, None);
+    p.tool("t", "deny")
+        .expect(Verdict::Deny, Reason::DenyRule, Some("deny:0"));
+    p.tool("t", "ask")
+        .expect(Verdict::Ask, Reason::AskRule, Some("ask:0"));
+    p.tool("t", "allow")
+        .expect(Verdict::Allow, Reason::AllowRule, Some("allow:0"));
+    p.tool("t", "fail").args(json!({"n": "s"})).expect(
+        Verdict::Deny,
+        Reason::PredicateFailed,
+        Some("deny:1"),
+    );
+    p.tool("t", "ask")
+        .no_approver()
+        .expect(Verdict::Deny, Reason::NoApprover, Some("ask:0"));
+    p.tool("t", "allow").approval(ToolApproval::Changed).expect(
+        Verdict::Ask,
+        Reason::DefinitionChanged,
+        None,
+    );
+    p.tool("t", "other")
+        .expect(Verdict::Ask, Reason::NoRule, None);
+    p.prompt("t", "x")
+        .expect(Verdict::Allow, Reason::OutOfScope, None);
     assert_eq!(
-        mcppol::decide(None, &tool("t", "x")).reason,
+        mcppol::decide(None, &Request::tool("t", "x")).reason,
         Reason::NoPolicy
     );
 }

@@ -11,9 +11,10 @@ use std::sync::Arc;
 use crate::diagnostics::{Diagnostic, LoadError, Severity, SourceFile};
 use crate::host::HostPredicates;
 use crate::policy::{
-    Cond, Policy, PolicySet, Rule, RuleList, Target, TargetIndex, Test, Visibility,
+    Cond, Policy, PolicySet, Rule, RuleList, SettingSpans, Target, TargetIndex, Test, VisPattern,
+    Visibility,
 };
-use crate::syntax::{self, Effect, Item, PolicyAst, RuleAst, Span, TargetKind};
+use crate::syntax::{self, Effect, Item, PolicyAst, RuleAst, SettingAst, Span, TargetKind};
 
 pub use targets::REGEX_SIZE_LIMIT;
 
@@ -177,6 +178,7 @@ impl Compiler<'_> {
             source: Arc::clone(self.source),
             span: ast.span,
             name_span: ast.name.span,
+            setting_spans: setting_spans(&settings_ast),
             uses_annotations,
         }
     }
@@ -244,6 +246,7 @@ impl Compiler<'_> {
     fn visibility(&mut self, block: &syntax::ToolsBlock) -> Visibility {
         let mut include = TargetIndex::default();
         let mut exclude = TargetIndex::default();
+        let mut patterns = Vec::new();
         for entry in &block.entries {
             for target in &entry.targets {
                 if let Some(t) = self.target(target, !entry.include) {
@@ -252,16 +255,37 @@ impl Compiler<'_> {
                     } else {
                         &mut exclude
                     };
-                    index.insert(&t.matcher, 0);
+                    index.insert(&t.matcher, patterns.len() as u32);
+                    patterns.push(VisPattern {
+                        text: t.text,
+                        span: t.span,
+                    });
                 }
             }
         }
         Visibility {
             include,
             exclude,
+            patterns,
             span: block.span,
         }
     }
+}
+
+/// Where the settings an explanation cites are written (the first of each:
+/// a repeat is an error).
+fn setting_spans(asts: &[&SettingAst]) -> SettingSpans {
+    let mut spans = SettingSpans::default();
+    for ast in asts {
+        let slot = match ast.name.node.as_str() {
+            "default" => &mut spans.default,
+            "pin_tools" => &mut spans.pin_tools,
+            "scope" => &mut spans.scope,
+            _ => continue,
+        };
+        slot.get_or_insert(ast.span);
+    }
+    spans
 }
 
 /// A rule that failed to compile, kept only so later rules keep their

@@ -13,6 +13,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use serde_json::{Number, Value};
 
+use super::sink::{HostCall, Reached, Sink};
 use super::Request;
 use crate::paths;
 use crate::policy::{AnnotationKey, Cond, Operand, Pred, Quantifier, Step, Test};
@@ -75,45 +76,60 @@ impl<'r> Facts<'r> {
     }
 }
 
-/// Evaluates a condition.
-pub(crate) fn eval(cond: &Cond, facts: &Facts<'_>) -> Tri {
+/// Evaluates a condition, telling `sink` each predicate's result. Of the
+/// notes of an `and` (`or`), the sink keeps those that decided it: the
+/// first false (true) part's, else the failed parts', else all.
+pub(crate) fn eval<S: Sink>(cond: &Cond, facts: &Facts<'_>, sink: &mut S) -> Tri {
     match cond {
-        Cond::And(parts) => {
-            let mut failed = false;
-            for part in parts.iter() {
-                match eval(part, facts) {
-                    Tri::False => return Tri::False,
-                    Tri::Failed => failed = true,
-                    Tri::True => {}
-                }
-            }
-            if failed {
-                Tri::Failed
-            } else {
-                Tri::True
-            }
-        }
-        Cond::Or(parts) => {
-            let mut failed = false;
-            for part in parts.iter() {
-                match eval(part, facts) {
-                    Tri::True => return Tri::True,
-                    Tri::Failed => failed = true,
-                    Tri::False => {}
-                }
-            }
-            if failed {
-                Tri::Failed
-            } else {
-                Tri::False
-            }
-        }
-        Cond::Not(inner) => match eval(inner, facts) {
+        Cond::And(parts) => junction(parts, Tri::False, Tri::True, facts, sink),
+        Cond::Or(parts) => junction(parts, Tri::True, Tri::False, facts, sink),
+        Cond::Not(inner) => match eval(inner, facts, sink) {
             Tri::True => Tri::False,
             Tri::False => Tri::True,
             Tri::Failed => Tri::Failed,
         },
-        Cond::Pred(pred) => eval_pred(pred, facts),
+        Cond::Pred(pred) => {
+            let result = eval_pred(pred, facts, sink);
+            sink.predicate(pred, result, facts);
+            result
+        }
+    }
+}
+
+/// `and` (`short` false, `otherwise` true) or `or` (`short` true,
+/// `otherwise` false) in Kleene logic: the first part that comes out
+/// `short` decides; else any failed part makes it `Failed`.
+fn junction<S: Sink>(
+    parts: &[Cond],
+    short: Tri,
+    otherwise: Tri,
+    facts: &Facts<'_>,
+    sink: &mut S,
+) -> Tri {
+    let start = sink.mark();
+    let mut failed = false;
+    for part in parts {
+        let from = sink.mark();
+        let result = eval(part, facts, sink);
+        if result == short {
+            sink.cut(start, from);
+            return short;
+        }
+        if result == Tri::Failed {
+            if !failed {
+                // From now on only failed parts explain the result.
+                sink.cut(start, from);
+                failed = true;
+            }
+        } else if failed {
+            let to = sink.mark();
+            sink.cut(from, to);
+        }
+    }
+    if failed {
+        Tri::Failed
+    } else {
+        otherwise
     }
 }
 
@@ -337,23 +353,40 @@ enum OnMissing {
     Fail,
 }
 
-fn quantify(
+#[allow(clippy::too_many_arguments)]
+fn quantify<S: Sink>(
     facts: &Facts<'_>,
     operand: &Operand,
     quantifier: Quantifier,
     flatten: bool,
     on_missing: OnMissing,
+    sink: &mut S,
     test: impl Fn(Leaf<'_>) -> Tri,
 ) -> Tri {
     let mut acc = Quantified::new(quantifier);
     let request = facts.request;
     let mut visit = |slot: Slot<'_>| {
-        acc.add(match slot {
+        let result = match slot {
             Slot::Found(leaf) => Some(test(leaf)),
             Slot::Missing if on_missing == OnMissing::Fail => Some(Tri::Failed),
             Slot::Missing => None,
             Slot::TooDeep => Some(Tri::Failed),
-        })
+        };
+        if !S::ON {
+            return acc.add(result);
+        }
+        // An observer sees every place the selector reaches, also after
+        // the quantifier is decided; the result stays the first decision.
+        match (slot, result) {
+            (Slot::Found(Leaf::Json(v)), Some(t)) => sink.reached(Reached::Value(v, t)),
+            (Slot::Missing, _) => sink.reached(Reached::Missing),
+            (Slot::TooDeep, _) => sink.reached(Reached::TooDeep),
+            _ => {}
+        }
+        if acc.decided.is_none() {
+            let _ = acc.add(result);
+        }
+        ControlFlow::Continue(())
     };
     let _ = match operand {
         Operand::Args(steps) => match request.args {
@@ -396,7 +429,13 @@ fn compare(leaf: Leaf<'_>, op: CompareOp, value: &Value) -> Tri {
     }
 }
 
-pub(crate) fn eval_pred(pred: &Pred, facts: &Facts<'_>) -> Tri {
+/// Whether a server in a request's taint counts for `tainted`: not the
+/// tool's own server, nor one the predicate ignores.
+pub(crate) fn counts_as_taint(taint: &str, server: &str, ignore: &[Box<str>]) -> bool {
+    taint != server && !ignore.iter().any(|i| &**i == taint)
+}
+
+pub(crate) fn eval_pred<S: Sink>(pred: &Pred, facts: &Facts<'_>, sink: &mut S) -> Tri {
     let q = pred.quantifier;
     match &pred.test {
         Test::Annotation(key) => facts.annotation(*key).into(),
@@ -405,18 +444,31 @@ pub(crate) fn eval_pred(pred: &Pred, facts: &Facts<'_>) -> Tri {
             request
                 .taint
                 .iter()
-                .any(|t| *t != request.server && !ignore.iter().any(|i| &**i == *t))
+                .any(|t| counts_as_taint(t, request.server, ignore))
                 .into()
         }
-        Test::Host { predicate, .. } => match predicate {
-            None => Tri::Failed,
-            Some(p) => match catch_unwind(AssertUnwindSafe(|| p.call(facts.request))) {
+        Test::Host { predicate, .. } => {
+            let Some(p) = predicate else {
+                sink.host(HostCall::Unregistered);
+                return Tri::Failed;
+            };
+            let outcome = catch_unwind(AssertUnwindSafe(|| p.call(facts.request)));
+            if S::ON {
+                sink.host(match &outcome {
+                    Ok(Ok(b)) => HostCall::Returned(*b),
+                    Ok(Err(e)) => HostCall::Failed(e),
+                    Err(_) => HostCall::Panicked,
+                });
+            }
+            match outcome {
                 Ok(Ok(b)) => b.into(),
                 Ok(Err(_)) | Err(_) => Tri::Failed,
-            },
-        },
+            }
+        }
         Test::Exists(operand) => {
-            quantify(facts, operand, q, false, OnMissing::NoMatch, |_| Tri::True)
+            quantify(facts, operand, q, false, OnMissing::NoMatch, sink, |_| {
+                Tri::True
+            })
         }
         Test::Compare { operand, op, value } => {
             // A list compared with `==` to a list literal is one value; with
@@ -427,28 +479,28 @@ pub(crate) fn eval_pred(pred: &Pred, facts: &Facts<'_>) -> Tri {
             } else {
                 OnMissing::NoMatch
             };
-            quantify(facts, operand, q, flatten, on_missing, |leaf| {
+            quantify(facts, operand, q, flatten, on_missing, sink, |leaf| {
                 compare(leaf, *op, value)
             })
         }
         Test::In { operand, list } => {
-            quantify(facts, operand, q, true, OnMissing::NoMatch, |leaf| {
+            quantify(facts, operand, q, true, OnMissing::NoMatch, sink, |leaf| {
                 list.iter().any(|v| leaf.equals(v)).into()
             })
         }
         Test::Matches { operand, regex } => {
-            quantify(facts, operand, q, true, OnMissing::NoMatch, |leaf| {
+            quantify(facts, operand, q, true, OnMissing::NoMatch, sink, |leaf| {
                 leaf.as_str()
                     .map_or(Tri::Failed, |s| regex.is_match(s).into())
             })
         }
         Test::Inside { operand, root } => {
-            quantify(facts, operand, q, true, OnMissing::NoMatch, |leaf| {
+            quantify(facts, operand, q, true, OnMissing::NoMatch, sink, |leaf| {
                 leaf.as_str().is_some_and(|s| paths::inside(s, root)).into()
             })
         }
         Test::Escapes { operand, root } => {
-            quantify(facts, operand, q, true, OnMissing::NoMatch, |leaf| {
+            quantify(facts, operand, q, true, OnMissing::NoMatch, sink, |leaf| {
                 (!leaf.as_str().is_some_and(|s| paths::inside(s, root))).into()
             })
         }

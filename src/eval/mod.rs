@@ -7,12 +7,13 @@ pub mod explain;
 #[cfg(feature = "cli")]
 pub mod owned;
 mod request;
+pub(crate) mod sink;
 
 use std::borrow::Cow;
 use std::sync::Arc;
 
 pub use condition::Tri;
-pub(crate) use condition::{eval as eval_condition, eval_pred, Facts};
+pub(crate) use condition::{counts_as_taint, eval as eval_condition, Facts, MAX_LIST_NESTING};
 pub use decision::{Decision, Reason, Source, Verdict};
 pub use request::Request;
 
@@ -23,6 +24,7 @@ use crate::policy::{
     DefaultDecision, Hits, Policy, Rule,
 };
 use crate::syntax::{Effect, TargetKind};
+use sink::{RuleSeen, Sink};
 
 /// A request's names as each kind of list matches them: folded once.
 pub(crate) struct Names<'r> {
@@ -89,20 +91,44 @@ enum Match {
     Failed,
 }
 
-fn condition_of(rule: &Rule, facts: &Facts<'_>) -> Tri {
+fn condition_of<S: Sink>(rule: &Rule, facts: &Facts<'_>, sink: &mut S) -> Tri {
     match &rule.condition {
         None => Tri::True,
-        Some(c) => eval_condition(c, facts),
+        Some(c) => eval_condition(c, facts, sink),
+    }
+}
+
+/// Tells the sink about the rules of `rules` of this kind that the index
+/// did not offer: no target of theirs names the request (or, for a new
+/// tool, `skipped` says none does exactly).
+fn passed_over<S: Sink>(
+    rules: Option<&[Rule]>,
+    kind: TargetKind,
+    sink: &mut S,
+    skipped: impl Fn(u32) -> bool,
+    first: usize,
+) {
+    for (i, rule) in rules.unwrap_or_default().iter().enumerate() {
+        if rule.kind == kind {
+            let number = u32::try_from(first + i).unwrap_or(u32::MAX);
+            let seen = if skipped(number) {
+                RuleSeen::SkippedNew
+            } else {
+                RuleSeen::NoTarget
+            };
+            sink.rule(rule, seen);
+        }
     }
 }
 
 /// The first rule of a deny or ask list (loose targets) that matches.
-fn first_loose<'p>(
+fn first_loose<'p, S: Sink>(
     policy: &'p Policy,
     effect: Effect,
     kind: TargetKind,
     names: &Names<'_>,
     facts: &Facts<'_>,
+    sink: &mut S,
 ) -> Option<(&'p Rule, Match)> {
     let list = policy.list(effect);
     let mut hits = Hits::new();
@@ -113,24 +139,44 @@ fn first_loose<'p>(
         &mut hits,
     );
     in_file_order(&mut hits);
-    hits.iter().find_map(|&i| {
-        let rule = list.rules.get(i as usize)?;
-        match condition_of(rule, facts) {
-            Tri::True => Some((rule, Match::Yes)),
-            Tri::Failed => Some((rule, Match::Failed)),
-            Tri::False => None,
+    let mut next = 0;
+    for &i in &hits {
+        let Some(rule) = list.rules.get(i as usize) else {
+            continue;
+        };
+        if S::ON {
+            passed_over(
+                list.rules.get(next..i as usize),
+                kind,
+                sink,
+                |_| false,
+                next,
+            );
+            next = i as usize + 1;
         }
-    })
+        let result = condition_of(rule, facts, sink);
+        sink.rule(rule, RuleSeen::Condition(result));
+        match result {
+            Tri::True => return Some((rule, Match::Yes)),
+            Tri::Failed => return Some((rule, Match::Failed)),
+            Tri::False => {}
+        }
+    }
+    if S::ON {
+        passed_over(list.rules.get(next..), kind, sink, |_| false, next);
+    }
+    None
 }
 
 /// The first allow rule (exact targets) that matches. For a new tool only
 /// targets with both segments literal count.
-fn first_allow<'p>(
+fn first_allow<'p, S: Sink>(
     policy: &'p Policy,
     kind: TargetKind,
     names: &Names<'_>,
     facts: &Facts<'_>,
     exact_only: bool,
+    sink: &mut S,
 ) -> Option<&'p Rule> {
     let list = policy.list(Effect::Allow);
     let mut hits = Hits::new();
@@ -141,10 +187,32 @@ fn first_allow<'p>(
         index.collect(names.server, names.name, names.name, &mut hits);
     }
     in_file_order(&mut hits);
-    hits.iter().find_map(|&i| {
-        let rule = list.rules.get(i as usize)?;
-        (condition_of(rule, facts) == Tri::True).then_some(rule)
-    })
+    // For an observer: the rules a target names at all, so that a rule
+    // left out for a new tool reads as skipped, not as not named.
+    let mut named = Hits::new();
+    if S::ON && exact_only {
+        index.collect(names.server, names.name, names.name, &mut named);
+    }
+    let skipped = |i: u32| named.contains(&i);
+    let mut next = 0;
+    for &i in &hits {
+        let Some(rule) = list.rules.get(i as usize) else {
+            continue;
+        };
+        if S::ON {
+            passed_over(list.rules.get(next..i as usize), kind, sink, skipped, next);
+            next = i as usize + 1;
+        }
+        let result = condition_of(rule, facts, sink);
+        sink.rule(rule, RuleSeen::Condition(result));
+        if result == Tri::True {
+            return Some(rule);
+        }
+    }
+    if S::ON {
+        passed_over(list.rules.get(next..), kind, sink, skipped, next);
+    }
+    None
 }
 
 fn by_rule(verdict: Verdict, source: Source, reason: Reason, rule: &Rule) -> Decision {
@@ -167,7 +235,7 @@ pub(crate) fn trusts(policy: &Policy, request: &Request<'_>) -> bool {
 
 /// Decides one request against one policy.
 pub fn decide(policy: &Policy, request: &Request<'_>) -> Decision {
-    let decision = decide_quietly(policy, request).with_policy(policy);
+    let decision = run(policy, request, &mut ()).with_policy(policy);
     tracing::debug!(
         target: "mcppol::decision",
         policy = %policy.name,
@@ -182,7 +250,9 @@ pub fn decide(policy: &Policy, request: &Request<'_>) -> Decision {
     decision
 }
 
-fn decide_quietly(policy: &Policy, request: &Request<'_>) -> Decision {
+/// The decision procedure, telling `sink` what it sees. [`decide`] passes
+/// `()`; `explain` a recorder: one procedure, so the two always agree.
+pub(crate) fn run<S: Sink>(policy: &Policy, request: &Request<'_>, sink: &mut S) -> Decision {
     let settings = &policy.settings;
     let kind = request.kind;
     let in_scope = match kind {
@@ -191,45 +261,60 @@ fn decide_quietly(policy: &Policy, request: &Request<'_>) -> Decision {
         TargetKind::Prompt => settings.scope.prompts,
     };
     if let Err(refused) = check_server(request.server) {
+        sink.refused(policy, request, &refused);
         return refused.decision();
     }
     if !in_scope {
+        sink.out_of_scope(policy, request);
         return Decision::new(Verdict::Allow, Source::Default, Reason::OutOfScope);
     }
     let name = match matched_name(request) {
         Ok(name) => name,
-        Err(refused) => return refused.decision(),
+        Err(refused) => {
+            sink.refused(policy, request, &refused);
+            return refused.decision();
+        }
     };
+    if kind == TargetKind::Resource {
+        sink.normalized(policy, request, &name);
+    }
     let names = Names::new(request.server, &name);
-    if kind == TargetKind::Tool
-        && !policy.is_visible_folded(
+    if kind == TargetKind::Tool {
+        let mut hits = Hits::new();
+        let shown = policy.visibility_folded(
             names.server,
             names.name,
             &names.folded_server,
             &names.folded_name,
-        )
-    {
-        return Decision::new(Verdict::Deny, Source::Visibility, Reason::Hidden);
+            &mut hits,
+        );
+        sink.visibility(policy, request, shown, &hits);
+        if !shown.visible() {
+            return Decision::new(Verdict::Deny, Source::Visibility, Reason::Hidden);
+        }
     }
     let approver = request.approver_available();
     let facts = Facts::new(request, trusts(policy, request), policy.uses_annotations);
 
-    if let Some((rule, m)) = first_loose(policy, Effect::Deny, kind, &names, &facts) {
+    if let Some((rule, m)) = first_loose(policy, Effect::Deny, kind, &names, &facts, sink) {
         let reason = match m {
             Match::Yes => Reason::DenyRule,
             Match::Failed => Reason::PredicateFailed,
         };
         return by_rule(Verdict::Deny, Source::Deny, reason, rule);
     }
-    if kind == TargetKind::Tool && settings.pin_tools && request.approval == ToolApproval::Changed {
-        let verdict = if approver {
-            Verdict::Ask
-        } else {
-            Verdict::Deny
-        };
-        return Decision::new(verdict, Source::Pin, Reason::DefinitionChanged);
+    if kind == TargetKind::Tool {
+        sink.pin(policy, request.approval, approver);
+        if settings.pin_tools && request.approval == ToolApproval::Changed {
+            let verdict = if approver {
+                Verdict::Ask
+            } else {
+                Verdict::Deny
+            };
+            return Decision::new(verdict, Source::Pin, Reason::DefinitionChanged);
+        }
     }
-    if let Some((rule, m)) = first_loose(policy, Effect::Ask, kind, &names, &facts) {
+    if let Some((rule, m)) = first_loose(policy, Effect::Ask, kind, &names, &facts, sink) {
         return match (approver, m) {
             (false, _) => by_rule(Verdict::Deny, Source::Ask, Reason::NoApprover, rule),
             (true, Match::Yes) => by_rule(Verdict::Ask, Source::Ask, Reason::AskRule, rule),
@@ -241,12 +326,125 @@ fn decide_quietly(policy: &Policy, request: &Request<'_>) -> Decision {
     let exact_only = kind == TargetKind::Tool
         && request.approval == ToolApproval::New
         && !settings.allow_new_tools;
-    if let Some(rule) = first_allow(policy, kind, &names, &facts, exact_only) {
+    if let Some(rule) = first_allow(policy, kind, &names, &facts, exact_only, sink) {
         return by_rule(Verdict::Allow, Source::Allow, Reason::AllowRule, rule);
     }
     let verdict = match settings.default {
         DefaultDecision::Ask if approver => Verdict::Ask,
         _ => Verdict::Deny,
     };
+    sink.default(policy, verdict);
     Decision::new(verdict, Source::Default, Reason::NoRule)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::names::fold;
+    use crate::PolicySet;
+
+    /// The index offers exactly the rules a target of which names the
+    /// request (each target's own matcher), and for a new tool exactly
+    /// those with an exact target: what `explain` reports as not matching
+    /// or skipped is what deciding skips.
+    #[test]
+    fn the_index_offers_exactly_the_rules_a_target_names() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut texts = Vec::new();
+        for file in [
+            "policies/filesystem.mcppol",
+            "policies/github.mcppol",
+            "policies/mail.mcppol",
+            "policies/strict.mcppol",
+            "tests/fixtures/ok/language_example.mcppol",
+        ] {
+            texts.push(std::fs::read_to_string(dir.join(file)).unwrap());
+        }
+        texts.push(
+            r#"policy p { scope tools, resources, prompts
+                deny "a" ~ /^x/, "*/X-y", "?/x"
+                ask "git*/get_*", *, "x"
+                allow "a/x", "a/*", "b/x_y"
+                allow resource "docs/file:///r/*", "*/file:///etc/passwd"
+                deny prompt "docs/sum*", "x" }"#
+                .to_string(),
+        );
+        let servers = ["a", "b", "c", "fs", "github", "git", "mail", "docs", "web"];
+        let names = [
+            "x",
+            "X-y",
+            "x_y",
+            "y",
+            "get_user",
+            "Get-User",
+            "delete_repository",
+            "read_text_file",
+            "write_file",
+            "send_message",
+            "file:///r/a",
+            "file:///etc/passwd",
+            "summary",
+            "xylophone",
+        ];
+        let mut checked = 0;
+        for text in &texts {
+            let set = PolicySet::from_text("p.mcppol", text).unwrap();
+            for policy in set.iter() {
+                for effect in [Effect::Deny, Effect::Ask, Effect::Allow] {
+                    let list = policy.list(effect);
+                    let loose = effect != Effect::Allow;
+                    for kind in TargetKind::ALL {
+                        for server in servers {
+                            for name in names {
+                                let (fs, fname) = (fold(server), fold(name));
+                                let mut hits = Hits::new();
+                                if loose {
+                                    list.index(kind).collect(&fs, &fname, name, &mut hits);
+                                } else {
+                                    list.index(kind).collect(server, name, name, &mut hits);
+                                }
+                                in_file_order(&mut hits);
+                                let named: Vec<u32> = (0..list.rules.len() as u32)
+                                    .filter(|&i| {
+                                        let rule = &list.rules[i as usize];
+                                        rule.kind == kind
+                                            && rule.targets.iter().any(|t| {
+                                                if loose {
+                                                    t.matches(&fs, &fname, name)
+                                                } else {
+                                                    t.matches(server, name, name)
+                                                }
+                                            })
+                                    })
+                                    .collect();
+                                assert_eq!(
+                                    hits.to_vec(),
+                                    named,
+                                    "{effect:?} {kind:?} {server}/{name}"
+                                );
+                                if !loose {
+                                    let mut exact = Hits::new();
+                                    list.index(kind).collect_exact(server, name, &mut exact);
+                                    in_file_order(&mut exact);
+                                    let want: Vec<u32> = named
+                                        .iter()
+                                        .copied()
+                                        .filter(|&i| {
+                                            list.rules[i as usize]
+                                                .targets
+                                                .iter()
+                                                .any(|t| t.exact && t.matches(server, name, name))
+                                        })
+                                        .collect();
+                                    assert_eq!(exact.to_vec(), want, "{kind:?} {server}/{name}");
+                                }
+                                checked += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 1000, "{checked}");
+    }
 }

@@ -73,9 +73,49 @@ impl RuleList {
 /// (loose).
 #[derive(Debug, Clone, Default)]
 pub struct Visibility {
+    /// Hits are positions in `patterns`.
     pub(crate) include: TargetIndex,
     pub(crate) exclude: TargetIndex,
+    /// Every pattern as written, in file order: what an explanation names.
+    pub(crate) patterns: Vec<VisPattern>,
     pub span: Span,
+}
+
+/// One pattern of the `tools {}` block as written.
+#[derive(Debug, Clone)]
+pub(crate) struct VisPattern {
+    pub text: String,
+    pub span: Span,
+}
+
+/// How the `tools {}` block treats a tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shown {
+    /// No block: every tool is visible.
+    NoBlock,
+    /// No exclude pattern matches and the include list is empty.
+    Unfiltered,
+    /// An include pattern names it.
+    Included,
+    /// An exclude pattern matches it.
+    Excluded,
+    /// The include list does not name it.
+    NotIncluded,
+}
+
+impl Shown {
+    pub fn visible(self) -> bool {
+        matches!(self, Shown::NoBlock | Shown::Unfiltered | Shown::Included)
+    }
+}
+
+/// Where a policy's settings are written, for the explanation's steps that
+/// no rule decides (kept at compile time: explaining never parses again).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct SettingSpans {
+    pub default: Option<Span>,
+    pub pin_tools: Option<Span>,
+    pub scope: Option<Span>,
 }
 
 /// A compiled policy.
@@ -90,6 +130,7 @@ pub struct Policy {
     pub(crate) source: Arc<SourceFile>,
     pub(crate) span: Span,
     pub(crate) name_span: Span,
+    pub(crate) setting_spans: SettingSpans,
     /// Whether any condition reads annotations (else they are not computed).
     pub(crate) uses_annotations: bool,
 }
@@ -108,11 +149,6 @@ impl Policy {
     /// The file it was compiled from.
     pub fn source(&self) -> &Arc<SourceFile> {
         &self.source
-    }
-
-    /// The rules of one effect, in file order.
-    pub(crate) fn rules(&self, effect: Effect) -> &[Rule] {
-        &self.lists[effect.index()].rules
     }
 
     pub(crate) fn list(&self, effect: Effect) -> &RuleList {
@@ -139,20 +175,37 @@ impl Policy {
         folded_server: &str,
         folded_tool: &str,
     ) -> bool {
-        let Some(vis) = &self.visibility else {
-            return true;
-        };
         let mut hits = Hits::new();
-        vis.exclude
-            .collect(folded_server, folded_tool, tool, &mut hits);
+        self.visibility_folded(server, tool, folded_server, folded_tool, &mut hits)
+            .visible()
+    }
+
+    /// How the `tools {}` block treats a tool; `hits` ends holding the
+    /// patterns (positions in [`Visibility::patterns`]) that decided it.
+    pub(crate) fn visibility_folded(
+        &self,
+        server: &str,
+        tool: &str,
+        folded_server: &str,
+        folded_tool: &str,
+        hits: &mut Hits,
+    ) -> Shown {
+        let Some(vis) = &self.visibility else {
+            return Shown::NoBlock;
+        };
+        vis.exclude.collect(folded_server, folded_tool, tool, hits);
         if !hits.is_empty() {
-            return false;
+            return Shown::Excluded;
         }
         if vis.include.is_empty() {
-            return true;
+            return Shown::Unfiltered;
         }
-        vis.include.collect(server, tool, tool, &mut hits);
-        !hits.is_empty()
+        vis.include.collect(server, tool, tool, hits);
+        if hits.is_empty() {
+            Shown::NotIncluded
+        } else {
+            Shown::Included
+        }
     }
 }
 

@@ -2,6 +2,8 @@
 
 #![allow(dead_code, clippy::unwrap_used)]
 
+pub mod case;
+
 use std::sync::{Arc, Mutex};
 
 /// Runs `f` with a `tracing` subscriber at `level` and returns what it
