@@ -58,7 +58,13 @@ impl SourceFile {
     /// one more each side): `(first line's 0-based number, its byte
     /// offset, the text)`. Rendering a snippet reads only these, so the
     /// many warnings of a large file do not each rescan it.
-    fn window(&self, start: usize, end: usize, before: usize, after: usize) -> (usize, usize, &str) {
+    fn window(
+        &self,
+        start: usize,
+        end: usize,
+        before: usize,
+        after: usize,
+    ) -> (usize, usize, &str) {
         let starts = self.line_starts();
         let line_of = |offset: usize| starts.partition_point(|s| *s <= offset).max(1) - 1;
         let first = line_of(start).saturating_sub(before + 1);
@@ -353,7 +359,12 @@ mod tests {
                     assert_eq!(got.span(), want.span(), "{start}..{end}");
                     assert_eq!(got.line(), want.line(), "{start}..{end}");
                     assert_eq!(got.column(), want.column(), "{start}..{end}");
-                    assert_eq!(got.line_count(), want.line_count(), "{start}..{end} ({context}) {:?}", want.data());
+                    assert_eq!(
+                        got.line_count(),
+                        want.line_count(),
+                        "{start}..{end} ({context}) {:?}",
+                        want.data()
+                    );
                 }
             }
         }

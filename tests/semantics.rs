@@ -55,7 +55,11 @@ fn tool(server: &'static str, name: &'static str) -> Request<'static> {
 fn server_tool_pattern_splits_at_the_first_slash() {
     let p = load(r#"policy p { allow "a/b/c" }"#);
     assert_eq!(d(&p, &tool("a", "b/c")).0, "allow");
-    assert_eq!(d(&p, &tool("a/b", "c")).0, "ask");
+    // A server id never holds `/`: such a request is refused.
+    assert_eq!(
+        d(&p, &tool("a/b", "c")),
+        is("deny", "request", "bad_server", None)
+    );
 }
 
 #[test]

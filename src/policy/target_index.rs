@@ -11,10 +11,10 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use regex::Regex;
 use smallvec::SmallVec;
 
 use super::glob::Glob;
+use super::CompiledRegex as Regex;
 
 /// A fast, non-cryptographic string hasher (the Fx hash of rustc and
 /// Firefox). The tables are built from the policy at load time and only
@@ -271,10 +271,11 @@ impl TargetIndex {
             names.collect(name, raw_name, out);
         }
         self.any_server.collect(name, raw_name, out);
-        self.server_prefixes
-            .collect(server, |s, len| s.get(..len), |names| {
-                names.collect(name, raw_name, out)
-            });
+        self.server_prefixes.collect(
+            server,
+            |s, len| s.get(..len),
+            |names| names.collect(name, raw_name, out),
+        );
         self.server_suffixes.collect(
             server,
             |s, len| s.get(s.len() - len..),
@@ -334,7 +335,7 @@ mod tests {
         index.insert(
             &IndexedTarget {
                 server: Glob::new("github"),
-                name: NameMatcher::Regex(Regex::new("^get").expect("regex")),
+                name: NameMatcher::Regex(Regex::new("^get", 1 << 20).expect("regex")),
             },
             6,
         );
