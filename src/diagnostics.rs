@@ -41,30 +41,48 @@ impl SourceFile {
     /// The 1-based line of a byte offset (what [`SourceFile::line_col`]
     /// gives first, without counting the column).
     pub fn line_of(&self, offset: usize) -> usize {
-        let starts = self.line_starts.get_or_init(|| {
+        self.line_starts().partition_point(|s| *s <= offset).max(1)
+    }
+
+    fn line_starts(&self) -> &[usize] {
+        self.line_starts.get_or_init(|| {
             std::iter::once(0)
                 .chain(self.text.match_indices('\n').map(|(i, _)| i + 1))
                 .collect()
-        });
-        starts.partition_point(|s| *s <= offset).max(1)
+        })
     }
 
     /// 1-based line and column (in characters) of a byte offset.
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
         let offset = floor_char_boundary(&self.text, offset.min(self.text.len()));
-        let starts = self.line_starts.get_or_init(|| {
-            std::iter::once(0)
-                .chain(self.text.match_indices('\n').map(|(i, _)| i + 1))
-                .collect()
-        });
+        let starts = self.line_starts();
         // The last line start at or before the offset.
         let line = starts.partition_point(|s| *s <= offset).max(1);
         let line_start = starts.get(line - 1).copied().unwrap_or(0);
         let column = self.text[line_start..offset].chars().count() + 1;
         (line, column)
     }
-}
 
+    /// The lines around a span (`before` lines above it, `after` below,
+    /// one more each side): `(first line's 0-based number, its byte
+    /// offset, the text)`. Rendering a snippet reads only these, so the
+    /// many warnings of a large file do not each rescan it.
+    fn window(
+        &self,
+        start: usize,
+        end: usize,
+        before: usize,
+        after: usize,
+    ) -> (usize, usize, &str) {
+        let starts = self.line_starts();
+        let line_of = |offset: usize| starts.partition_point(|s| *s <= offset).max(1) - 1;
+        let first = line_of(start).saturating_sub(before + 1);
+        let last = line_of(end).saturating_add(after + 2);
+        let from = starts.get(first).copied().unwrap_or(0);
+        let to = starts.get(last).copied().unwrap_or(self.text.len());
+        (first, from, self.text.get(from..to).unwrap_or_default())
+    }
+}
 fn floor_char_boundary(text: &str, mut offset: usize) -> usize {
     while offset > 0 && !text.is_char_boundary(offset) {
         offset -= 1;
@@ -79,16 +97,20 @@ impl SourceCode for SourceFile {
         context_lines_before: usize,
         context_lines_after: usize,
     ) -> Result<Box<dyn SpanContents<'a> + 'a>, MietteError> {
-        let inner = self
-            .text
-            .read_span(span, context_lines_before, context_lines_after)?;
+        let start = span.offset().min(self.text.len());
+        let end = (span.offset() + span.len()).min(self.text.len());
+        let (first_line, from, window) =
+            self.window(start, end, context_lines_before, context_lines_after);
+        let local = SourceSpan::new((start - from).into(), end - start);
+        let inner = window.read_span(&local, context_lines_before, context_lines_after)?;
         Ok(Box::new(MietteSpanContents::new_named(
             self.name.clone(),
             inner.data(),
-            *inner.span(),
-            inner.line(),
+            SourceSpan::new((inner.span().offset() + from).into(), inner.span().len()),
+            inner.line() + first_line,
             inner.column(),
-            inner.line_count(),
+            // miette counts the line ends read from the start of its input.
+            inner.line_count() + first_line,
         )))
     }
 }
@@ -360,6 +382,31 @@ mod tests {
         assert_eq!(src.line_col(0), (1, 1));
         assert_eq!(src.line_col(3), (2, 1));
         assert_eq!(src.line_col(6), (2, 3));
+    }
+
+    #[test]
+    fn snippets_read_from_a_window_agree_with_the_whole_text() {
+        let text = "policy p {\n  allow \"a\"\n\n  deny é \"b\"\r\n  ask \"c\"\r # x\n}\n";
+        let src = SourceFile::new("p.mcppol", text);
+        for start in (0..text.len()).filter(|i| text.is_char_boundary(*i)) {
+            for end in (start..=text.len()).filter(|i| text.is_char_boundary(*i)) {
+                for context in [0, 1, 2] {
+                    let span = SourceSpan::new(start.into(), end - start);
+                    let want = text.read_span(&span, context, context).unwrap();
+                    let got = src.read_span(&span, context, context).unwrap();
+                    assert_eq!(got.data(), want.data(), "{start}..{end} ({context})");
+                    assert_eq!(got.span(), want.span(), "{start}..{end}");
+                    assert_eq!(got.line(), want.line(), "{start}..{end}");
+                    assert_eq!(got.column(), want.column(), "{start}..{end}");
+                    assert_eq!(
+                        got.line_count(),
+                        want.line_count(),
+                        "{start}..{end} ({context}) {:?}",
+                        want.data()
+                    );
+                }
+            }
+        }
     }
 
     #[test]

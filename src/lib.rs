@@ -59,7 +59,7 @@ pub struct ReadmeDoctests;
 use std::path::Path;
 use std::sync::Arc;
 
-pub use compile::{LoadOptions, REGEX_SIZE_LIMIT};
+pub use compile::{LoadOptions, REGEX_BUDGET, REGEX_SIZE_LIMIT};
 pub use diagnostics::{render_all, Diagnostic, LoadError, Severity, SourceFile};
 pub use eval::explain::{ExplainStep, Explanation, Note, Outcome, Stage};
 pub use eval::{Decision, Reason, Request, Source, Tri, Verdict};

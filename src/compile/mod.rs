@@ -11,12 +11,12 @@ use std::sync::Arc;
 use crate::diagnostics::{Diagnostic, LoadError, Severity, SourceFile};
 use crate::host::HostPredicates;
 use crate::policy::{
-    Cond, Policy, PolicySet, Rule, RuleList, SettingSpans, Target, TargetIndex, Test, VisPattern,
-    Visibility,
+    CompiledRegex, Cond, Policy, PolicySet, Rule, RuleList, SettingSpans, Target, TargetIndex,
+    Test, VisPattern, Visibility,
 };
 use crate::syntax::{self, Effect, Item, PolicyAst, RuleAst, SettingAst, Span, TargetKind};
 
-pub use targets::REGEX_SIZE_LIMIT;
+pub use targets::{REGEX_BUDGET, REGEX_SIZE_LIMIT};
 
 use conditions::Polarity;
 
@@ -51,6 +51,8 @@ pub fn compile(
         source,
         options,
         diagnostics: Vec::new(),
+        regexes: HashMap::new(),
+        regex_bytes: 0,
     };
     let mut policies: Vec<Arc<Policy>> = Vec::new();
     for ast in &file.policies {
@@ -77,6 +79,10 @@ pub(crate) struct Compiler<'a> {
     source: &'a Arc<SourceFile>,
     options: &'a LoadOptions,
     diagnostics: Vec<Diagnostic>,
+    /// The file's regexes by source text: each distinct one compiled once.
+    regexes: HashMap<Box<str>, CompiledRegex>,
+    /// Heap bytes the distinct regexes hold together.
+    regex_bytes: usize,
 }
 
 impl Compiler<'_> {

@@ -1,28 +1,59 @@
 //! Targets and regexes: patterns split into segments, folded for loose
 //! lists, regexes compiled with size limits.
 
-use regex::{Regex, RegexBuilder};
-
 use super::Compiler;
 use crate::diagnostics::Diagnostic;
 use crate::policy::glob::Glob;
 use crate::policy::names::fold;
-use crate::policy::{IndexedTarget, NameMatcher, Target};
+use crate::policy::{CompiledRegex, IndexedTarget, NameMatcher, RegexError, Target};
 use crate::syntax::{Span, TargetAst};
 
-/// Compiled regexes may use this many bytes; larger ones are refused.
+/// Compiled regexes may use this many bytes each; larger ones are refused.
 pub const REGEX_SIZE_LIMIT: usize = 1 << 20;
 
+/// All the distinct regexes of one file may hold this many bytes together
+/// (64 times what one may). Identical regexes are compiled once and count
+/// once.
+pub const REGEX_BUDGET: usize = 64 * REGEX_SIZE_LIMIT;
+
 impl Compiler<'_> {
-    /// Compiles a regex or reports why it cannot be used.
-    pub(super) fn regex(&mut self, source: &str, span: Span) -> Option<Regex> {
-        let built = RegexBuilder::new(source)
-            .size_limit(REGEX_SIZE_LIMIT)
-            .dfa_size_limit(REGEX_SIZE_LIMIT)
-            .build();
-        match built {
-            Ok(re) => Some(re),
-            Err(regex::Error::CompiledTooBig(limit)) => {
+    /// Compiles a regex (or shares the one already compiled from the same
+    /// text) or reports why it cannot be used.
+    pub(super) fn regex(&mut self, source: &str, span: Span) -> Option<CompiledRegex> {
+        if let Some(re) = self.regexes.get(source) {
+            return Some(re.clone());
+        }
+        if self.regex_bytes > REGEX_BUDGET {
+            // Already reported once; compiling more would only add to it.
+            return None;
+        }
+        match CompiledRegex::new(source, REGEX_SIZE_LIMIT) {
+            Ok(re) => {
+                self.regex_bytes = self.regex_bytes.saturating_add(re.memory_usage());
+                if self.regex_bytes > REGEX_BUDGET {
+                    let mib = REGEX_BUDGET >> 20;
+                    self.push(
+                        Diagnostic::error(
+                            self.source,
+                            "mcppol::compile::regex_budget",
+                            span,
+                            format!(
+                                "the file's regexes compile to more than {mib} MiB together; this one crosses the limit",
+                            ),
+                        )
+                        .with_label("over the budget")
+                        .with_help(
+                            "use fewer distinct regexes (identical ones are compiled once) or smaller ones: \
+                             `\\w` and `\\d` cover all of Unicode and a counted repetition (`{20}`) multiplies that; \
+                             `[a-z0-9_]` or `(?-u:\\w)` is far smaller",
+                        ),
+                    );
+                    return None;
+                }
+                self.regexes.insert(source.into(), re.clone());
+                Some(re)
+            }
+            Err(RegexError::TooBig(limit)) => {
                 self.push(
                     Diagnostic::error(
                         self.source,
@@ -35,8 +66,7 @@ impl Compiler<'_> {
                 );
                 None
             }
-            Err(e) => {
-                let detail = e.to_string();
+            Err(RegexError::Invalid(detail)) => {
                 let last = detail
                     .lines()
                     .rev()

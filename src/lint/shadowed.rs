@@ -218,7 +218,10 @@ fn loose_target(cx: &Ctx<'_>, ast: &TargetAst) -> Option<Target> {
         },
         TargetAst::Regex { server, regex, .. } => (
             Glob::new(&fold(&server.node)),
-            NameMatcher::Regex(regex::Regex::new(&regex.node).ok()?),
+            NameMatcher::Regex(
+                crate::policy::CompiledRegex::new(&regex.node, crate::compile::REGEX_SIZE_LIMIT)
+                    .ok()?,
+            ),
         ),
     };
     Some(Target {

@@ -1,7 +1,6 @@
 //! Compiled conditions: predicates with their quantifier fixed at compile
 //! time, ready to evaluate without allocation.
 
-use regex::Regex;
 use serde_json::Value;
 
 use crate::host::HostFn;
@@ -112,7 +111,7 @@ pub enum Test {
     },
     Matches {
         operand: Operand,
-        regex: Regex,
+        regex: super::CompiledRegex,
     },
     Exists(Operand),
     /// Every selected path is inside the (canonical) root.

@@ -4,7 +4,7 @@
 //! hash instead of trying them one by one.
 
 /// One compiled glob.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Glob {
     /// No wildcard: equality.
     Literal(Box<str>),
@@ -19,7 +19,7 @@ pub enum Glob {
 }
 
 /// A piece of a general pattern.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Token {
     Literal(Box<str>),
     Star,

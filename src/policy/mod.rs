@@ -1,6 +1,7 @@
 //! The compiled policy: settings, visibility, and the deny, ask and allow
 //! lists with their target indexes. Immutable once built; shared by `Arc`.
 
+pub mod compiled_regex;
 pub mod condition;
 pub mod glob;
 pub mod names;
@@ -9,6 +10,7 @@ pub mod target_index;
 
 use std::sync::Arc;
 
+pub use compiled_regex::{CompiledRegex, RegexError};
 pub use condition::{AnnotationKey, Cond, Operand, Pred, Quantifier, Step, Test};
 pub use settings::{DefaultDecision, Scope, Settings, Trusted, SETTING_NAMES};
 pub use target_index::{Hits, IndexedTarget, NameMatcher, TargetIndex};

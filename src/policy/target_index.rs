@@ -11,10 +11,10 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use regex::Regex;
 use smallvec::SmallVec;
 
 use super::glob::Glob;
+use super::CompiledRegex as Regex;
 
 /// A fast, non-cryptographic string hasher (the Fx hash of rustc and
 /// Firefox). The tables are built from the policy at load time and only
@@ -176,12 +176,54 @@ impl NameIndex {
     }
 }
 
-/// The index of one list of targets.
+/// Server segments that are prefixes or suffixes (`git*`, `*-prod`), each
+/// with the name index of its targets, found by hash like name segments.
+#[derive(Debug, Default, Clone)]
+struct AffixServers {
+    by_affix: FastMap<Box<str>, NameIndex>,
+    lens: Vec<usize>,
+}
+
+impl AffixServers {
+    fn entry(&mut self, affix: &str) -> &mut NameIndex {
+        add_len(&mut self.lens, affix.len());
+        self.by_affix.entry(affix.into()).or_default()
+    }
+
+    /// Every index whose affix `part` of the server gives.
+    fn collect<'s>(
+        &'s self,
+        server: &str,
+        part: impl Fn(&str, usize) -> Option<&str>,
+        mut each: impl FnMut(&'s NameIndex),
+    ) {
+        for &len in &self.lens {
+            if len > server.len() {
+                break;
+            }
+            if let Some(names) = part(server, len).and_then(|a| self.by_affix.get(a)) {
+                each(names);
+            }
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.by_affix.is_empty()
+    }
+}
+
+/// The index of one list of targets. Every shape of server segment is
+/// filed in one step (a hash look-up), so building the index is linear in
+/// the number of targets.
 #[derive(Debug, Default, Clone)]
 pub struct TargetIndex {
     by_server: FastMap<Box<str>, NameIndex>,
     any_server: NameIndex,
+    server_prefixes: AffixServers,
+    server_suffixes: AffixServers,
+    /// General server globs, in the order first seen, and where each is.
     glob_servers: Vec<(Glob, NameIndex)>,
+    glob_at: FastMap<Glob, usize>,
 }
 
 impl TargetIndex {
@@ -193,19 +235,32 @@ impl TargetIndex {
                 .or_default()
                 .insert(&target.name, rule),
             Glob::Any => self.any_server.insert(&target.name, rule),
-            other => match self.glob_servers.iter_mut().find(|(g, _)| g == other) {
-                Some((_, names)) => names.insert(&target.name, rule),
-                None => {
-                    let mut names = NameIndex::default();
+            Glob::Prefix(p) => self.server_prefixes.entry(p).insert(&target.name, rule),
+            Glob::Suffix(s) => self.server_suffixes.entry(s).insert(&target.name, rule),
+            other @ Glob::Pattern(_) => {
+                let at = match self.glob_at.get(other) {
+                    Some(&at) => at,
+                    None => {
+                        self.glob_servers
+                            .push((other.clone(), NameIndex::default()));
+                        let at = self.glob_servers.len() - 1;
+                        self.glob_at.insert(other.clone(), at);
+                        at
+                    }
+                };
+                if let Some((_, names)) = self.glob_servers.get_mut(at) {
                     names.insert(&target.name, rule);
-                    self.glob_servers.push((other.clone(), names));
                 }
-            },
+            }
         }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.by_server.is_empty() && self.any_server.is_empty() && self.glob_servers.is_empty()
+        self.by_server.is_empty()
+            && self.any_server.is_empty()
+            && self.server_prefixes.is_empty()
+            && self.server_suffixes.is_empty()
+            && self.glob_servers.is_empty()
     }
 
     /// Adds to `out` every rule with a target that matches, in no order and
@@ -216,6 +271,16 @@ impl TargetIndex {
             names.collect(name, raw_name, out);
         }
         self.any_server.collect(name, raw_name, out);
+        self.server_prefixes.collect(
+            server,
+            |s, len| s.get(..len),
+            |names| names.collect(name, raw_name, out),
+        );
+        self.server_suffixes.collect(
+            server,
+            |s, len| s.get(s.len() - len..),
+            |names| names.collect(name, raw_name, out),
+        );
         for (glob, names) in &self.glob_servers {
             if glob.matches(server) {
                 names.collect(name, raw_name, out);
@@ -270,7 +335,7 @@ mod tests {
         index.insert(
             &IndexedTarget {
                 server: Glob::new("github"),
-                name: NameMatcher::Regex(Regex::new("^get").expect("regex")),
+                name: NameMatcher::Regex(Regex::new("^get", 1 << 20).expect("regex")),
             },
             6,
         );
@@ -280,6 +345,33 @@ mod tests {
         );
         assert_eq!(hits(&index, "gitlab", "get_user"), vec![3, 4, 5]);
         assert_eq!(hits(&index, "github", "list"), vec![5]);
+    }
+
+    #[test]
+    fn server_prefixes_suffixes_and_globs_are_found() {
+        let mut index = TargetIndex::default();
+        index.insert(&target("git*", "a"), 0);
+        index.insert(&target("*hub", "a"), 1);
+        index.insert(&target("g?t*", "a"), 2);
+        index.insert(&target("gi*", "*"), 3);
+        index.insert(&target("git*", "b"), 4);
+        index.insert(&target("g?t*", "b"), 5);
+        assert_eq!(hits(&index, "github", "a"), vec![0, 1, 2, 3]);
+        assert_eq!(hits(&index, "github", "b"), vec![3, 4, 5]);
+        assert_eq!(hits(&index, "gut", "a"), vec![2]);
+        assert_eq!(hits(&index, "hub", "a"), vec![1]);
+        assert_eq!(hits(&index, "gé", "a"), Vec::<u32>::new());
+        assert_eq!(hits(&index, "", "a"), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn many_server_globs_are_all_found() {
+        let mut index = TargetIndex::default();
+        for i in 0..3000u32 {
+            index.insert(&target(&format!("s{i}*"), "t"), i);
+        }
+        assert_eq!(hits(&index, "s2999", "t"), vec![2, 29, 299, 2999]);
+        assert_eq!(hits(&index, "s12x", "t"), vec![1, 12]);
     }
 
     #[test]
