@@ -34,9 +34,14 @@ pub fn run(paths: &[PathBuf], mut check: impl FnMut() -> u8) -> u8 {
         })
         .collect();
     let (batches_tx, batches) = mpsc::channel();
-    let _watcher = match debounced(&targets, DEBOUNCE, move |batch| {
-        let _ = batches_tx.send(batch);
-    }) {
+    let _watcher = match debounced(
+        &targets,
+        DEBOUNCE,
+        || {},
+        move |batch| {
+            let _ = batches_tx.send(batch);
+        },
+    ) {
         Ok(w) => w,
         Err(e) => {
             // A path that does not exist: the check says so.

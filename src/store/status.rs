@@ -15,6 +15,10 @@ pub struct Status {
     /// How many times the store has read its files again since it opened
     /// (each batch of file events, each poll tick, each `reload`).
     pub refreshes: u64,
+    /// How many file events the watcher saw and did not act on because
+    /// they cannot change a file (an open, a read): reading the files after
+    /// a change makes such events, and they must not start another read.
+    pub ignored_events: u64,
     /// Every file the store holds, by path.
     pub files: Vec<FileStatus>,
     /// Every policy in force, by name.
@@ -89,6 +93,7 @@ impl Status {
         json!({
             "generation": self.generation,
             "refreshes": self.refreshes,
+            "ignored_events": self.ignored_events,
             "files": self.files.iter().map(|f| json!({
                 "path": f.path.display().to_string(),
                 "generation": f.generation,

@@ -2,6 +2,7 @@
 //! on a background thread, never on the thread that decides.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -110,7 +111,11 @@ fn events(shared: &Arc<Shared>, debounce: Duration) -> notify::Result<Recommende
         })
         .collect();
     let shared = Arc::clone(shared);
-    debounced(&targets, debounce, move |batch| {
+    let counter = Arc::clone(&shared);
+    let ignored = move || {
+        counter.ignored_events.fetch_add(1, Ordering::Relaxed);
+    };
+    debounced(&targets, debounce, ignored, move |batch| {
         if let Err(e) = batch {
             tracing::warn!(
                 target: "mcppol::store",
@@ -137,11 +142,13 @@ pub(crate) fn is_change(kind: &EventKind) -> bool {
 
 /// Watches `targets` and calls `on_batch`, on a thread of its own, with the
 /// paths that changed once no change has come for `debounce` (and at least
-/// every ten debounces while changes keep coming). Stops when the returned
+/// every ten debounces while changes keep coming); `on_ignored` is called
+/// for each event that cannot change a file. Stops when the returned
 /// watcher is dropped.
 pub(crate) fn debounced(
     targets: &[(PathBuf, RecursiveMode)],
     debounce: Duration,
+    on_ignored: impl Fn() + Send + 'static,
     mut on_batch: impl FnMut(Result<Vec<PathBuf>, notify::Error>) + Send + 'static,
 ) -> notify::Result<RecommendedWatcher> {
     let (events_tx, events) = mpsc::channel::<notify::Result<Event>>();
@@ -165,7 +172,10 @@ pub(crate) fn debounced(
                         changed.extend(e.paths);
                         true
                     }
-                    Ok(_) => false,
+                    Ok(_) => {
+                        on_ignored();
+                        false
+                    }
                     Err(e) => {
                         error = Some(e);
                         true

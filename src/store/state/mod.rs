@@ -12,6 +12,7 @@ mod files;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
@@ -82,6 +83,8 @@ struct FileState {
 pub(crate) struct Shared {
     pub current: ArcSwap<Snapshot>,
     state: Mutex<State>,
+    /// File events the watcher saw and did not act on (opens, reads).
+    pub ignored_events: AtomicU64,
 }
 
 pub(crate) struct State {
@@ -170,6 +173,7 @@ impl Shared {
                 refreshes: 0,
                 subscribers: Vec::new(),
             }),
+            ignored_events: AtomicU64::new(0),
         }
     }
 
@@ -420,6 +424,7 @@ impl Shared {
         Status {
             generation: snapshot.generation,
             refreshes: state.refreshes,
+            ignored_events: self.ignored_events.load(Ordering::Relaxed),
             files,
             policies,
         }
