@@ -56,6 +56,7 @@ pub struct RequestArgs {
     #[arg(long = "no-approver")]
     pub no_approver: bool,
     /// Approved fingerprints: {"version": 1, "tools": {"server/tool": "sha256:..."}}.
+    /// Needs --tool-def, the current definition they are compared with.
     #[arg(long, value_name = "FILE")]
     pub lock: Option<PathBuf>,
     /// The host trusts this server's annotations.
