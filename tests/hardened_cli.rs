@@ -136,10 +136,7 @@ fn every_json_file_flag_refuses_devices_and_fifos() {
                 .args(&extra));
             assert_eq!(status, 2, "{extra:?}: {stderr}");
             assert!(stdout.is_empty(), "{extra:?}");
-            assert!(
-                stderr.contains("not a regular file"),
-                "{extra:?}: {stderr}"
-            );
+            assert!(stderr.contains("not a regular file"), "{extra:?}: {stderr}");
         }
         let tools = format!("gh={}", bad.display());
         for verb in [
@@ -196,7 +193,14 @@ fn standard_input_is_bounded() {
     let policy = dir.write("p.mcppol", POLICY);
     let endless = vec![b' '; 17 * 1024 * 1024];
     let (status, _, stderr) = run(mcppol()
-        .args(["eval", "--tool", "github/get_user", "--args", "@-", "--policy"])
+        .args([
+            "eval",
+            "--tool",
+            "github/get_user",
+            "--args",
+            "@-",
+            "--policy",
+        ])
         .arg(&policy)
         .write_stdin(endless));
     assert_eq!(status, 2);
@@ -237,7 +241,10 @@ fn explain_escapes_what_the_caller_controls() {
         .arg(&policy)
         .args(["--tool", "fs/read", "--args", &args]));
     assert_eq!(
-        stdout.lines().filter(|l| l.starts_with("decision:")).count(),
+        stdout
+            .lines()
+            .filter(|l| l.starts_with("decision:"))
+            .count(),
         1,
         "{stdout}"
     );
@@ -274,7 +281,10 @@ fn lock_without_tool_def_is_a_usage_error() {
         .args(["--tool-def", r#"{"name": "read_file"}"#, "--lock"])
         .arg(&lock));
     assert_eq!(status, 0);
-    assert!(stdout.contains(r#""reason":"definition_changed""#), "{stdout}");
+    assert!(
+        stdout.contains(r#""reason":"definition_changed""#),
+        "{stdout}"
+    );
 }
 
 // ------------------------------------------------------ --tools repeats
@@ -301,11 +311,20 @@ fn table_and_lock_take_several_listings() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|t| format!("{}/{}", t["server"].as_str().unwrap(), t["tool"].as_str().unwrap()))
+        .map(|t| {
+            format!(
+                "{}/{}",
+                t["server"].as_str().unwrap(),
+                t["tool"].as_str().unwrap()
+            )
+        })
         .collect();
     assert!(names.contains(&"fs/read_file".to_string()), "{names:?}");
     assert!(names.contains(&"github/get_user".to_string()), "{names:?}");
-    assert!(names.contains(&"github/create_issue".to_string()), "{names:?}");
+    assert!(
+        names.contains(&"github/create_issue".to_string()),
+        "{names:?}"
+    );
 
     let (status, lock, stderr) = run(mcppol().args(["lock", "--tools", &fs, "--tools", &gh_spec]));
     assert_eq!(status, 0, "{stderr}");
@@ -314,10 +333,15 @@ fn table_and_lock_take_several_listings() {
     assert!(lock.tools.contains_key("github/create_issue"));
     let lock_path = dir.write("mcppol.lock", &lock.to_json_pretty());
     let (status, stdout, stderr) = run(mcppol()
-        .args(["lock", "--check", "--tools", &fs, "--tools", &gh_spec, "--lock"])
+        .args([
+            "lock", "--check", "--tools", &fs, "--tools", &gh_spec, "--lock",
+        ])
         .arg(&lock_path));
     assert_eq!(status, 0, "{stderr}");
-    assert!(stdout.contains("0 changed, 0 appeared, 0 vanished"), "{stdout}");
+    assert!(
+        stdout.contains("0 changed, 0 appeared, 0 vanished"),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -367,7 +391,10 @@ fn a_closed_standard_output_ends_quietly() {
     let tools: Vec<String> = (0..5000)
         .map(|i| format!(r#"{{"name": "tool_{i}"}}"#))
         .collect();
-    let listing = dir.write("big.json", &format!(r#"{{"tools": [{}]}}"#, tools.join(",")));
+    let listing = dir.write(
+        "big.json",
+        &format!(r#"{{"tools": [{}]}}"#, tools.join(",")),
+    );
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("mcppol"))
         .arg("lock")
         .arg("--tools")
@@ -414,10 +441,14 @@ fn eval_request_reads_one_object_or_a_batch() {
         .arg("--request")
         .arg(&one));
     assert_eq!(status, 0, "{stderr}");
-    let (_, by_flags, _) = run(mcppol()
-        .args(["eval", "--policy"])
-        .arg(&policy)
-        .args(["--tool", "github/create_issue", "--args", r#"{"title": "x"}"#, "--taint", "web"]));
+    let (_, by_flags, _) = run(mcppol().args(["eval", "--policy"]).arg(&policy).args([
+        "--tool",
+        "github/create_issue",
+        "--args",
+        r#"{"title": "x"}"#,
+        "--taint",
+        "web",
+    ]));
     assert_eq!(stdout, by_flags);
     assert!(stdout.contains(r#""rule_id":"risky""#), "{stdout}");
 
@@ -437,7 +468,10 @@ fn eval_request_reads_one_object_or_a_batch() {
         .lines()
         .map(|l| {
             let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            (v["decision"].as_str().unwrap().to_string(), v["reason"].as_str().unwrap().to_string())
+            (
+                v["decision"].as_str().unwrap().to_string(),
+                v["reason"].as_str().unwrap().to_string(),
+            )
         })
         .collect();
     let want = [
@@ -450,7 +484,9 @@ fn eval_request_reads_one_object_or_a_batch() {
     ];
     assert_eq!(
         got,
-        want.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect::<Vec<_>>(),
+        want.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect::<Vec<_>>(),
         "{stdout}"
     );
 }
@@ -471,7 +507,10 @@ fn eval_request_lock_and_tool_def_fields() {
     .to_string();
     let (status, stdout, stderr) = eval_request(&policy, "-", &request);
     assert_eq!(status, 0, "{stderr}");
-    assert!(stdout.contains(r#""reason":"definition_changed""#), "{stdout}");
+    assert!(
+        stdout.contains(r#""reason":"definition_changed""#),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -484,10 +523,12 @@ fn eval_request_mistakes_are_usage_errors_naming_the_line() {
     assert!(stdout.is_empty(), "nothing decided: {stdout}");
     insta::assert_snapshot!("eval_request_unknown_field", stderr);
 
-    let (status, _, stderr) = run(mcppol()
-        .args(["eval", "--policy"])
-        .arg(&policy)
-        .args(["--request", "-", "--tool", "a/b"]));
+    let (status, _, stderr) = run(mcppol().args(["eval", "--policy"]).arg(&policy).args([
+        "--request",
+        "-",
+        "--tool",
+        "a/b",
+    ]));
     assert_eq!(status, 2);
     assert!(stderr.contains("cannot be used with"), "{stderr}");
 

@@ -46,5 +46,8 @@ fn a_policy_file_over_the_limit_is_refused_whatever_it_holds() {
         .set_len(9 * 1024 * 1024)
         .unwrap();
     let err = Store::open([&file], LoadOptions::default()).unwrap_err();
-    assert!(err.to_string().contains("is more than 8388608 bytes"), "{err}");
+    assert!(
+        err.to_string().contains("is more than 8388608 bytes"),
+        "{err}"
+    );
 }

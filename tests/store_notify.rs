@@ -61,7 +61,10 @@ fn a_reloaded_file_names_its_policies_loaded_and_removed() {
     assert_eq!(notice.loaded, names(&["a", "c"]));
     assert_eq!(notice.removed, names(&["b"]));
     assert_eq!(
-        notice.file.as_deref().map(|p| p.file_name().unwrap().to_owned()),
+        notice
+            .file
+            .as_deref()
+            .map(|p| p.file_name().unwrap().to_owned()),
         Some("team.mcppol".into())
     );
 

@@ -95,7 +95,9 @@ fn install_panic_hook() {
             .map(|l| format!(" ({}:{})", l.file(), l.line()))
             .unwrap_or_default();
         eprintln!("error: mcppol stopped on an internal error: {message}{place}");
-        eprintln!("  help: this is a bug in mcppol; please report it with the command that caused it");
+        eprintln!(
+            "  help: this is a bug in mcppol; please report it with the command that caused it"
+        );
         let trace = std::backtrace::Backtrace::capture();
         if trace.status() == std::backtrace::BacktraceStatus::Captured {
             eprintln!("{trace}");

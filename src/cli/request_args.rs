@@ -138,7 +138,10 @@ impl RequestArgs {
     }
 
     /// Like [`RequestArgs::load`], with the host predicate values given.
-    pub fn load_with(&self, values: &[(String, HostValue)]) -> Result<(PolicySet, Arc<Policy>), u8> {
+    pub fn load_with(
+        &self,
+        values: &[(String, HostValue)],
+    ) -> Result<(PolicySet, Arc<Policy>), u8> {
         let options = LoadOptions {
             host: fixed_host_predicates(values),
         };

@@ -221,7 +221,9 @@ pub fn run(args: TableArgs) -> u8 {
         Format::Human => {
             let names: Vec<String> = rows
                 .iter()
-                .map(|(t, ..)| crate::escape::escape(&format!("{}/{}", t.server, t.name)).into_owned())
+                .map(|(t, ..)| {
+                    crate::escape::escape(&format!("{}/{}", t.server, t.name)).into_owned()
+                })
                 .collect();
             let w0 = names.iter().map(String::len).max().unwrap_or(4).max(4);
             let cells: Vec<(String, String)> = rows

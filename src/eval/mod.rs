@@ -127,7 +127,7 @@ pub(crate) fn trusts(policy: &Policy, request: &Request<'_>) -> bool {
 
 /// Decides one request against one policy.
 pub fn decide(policy: &Policy, request: &Request<'_>) -> Decision {
-    let decision = decide_quietly(policy, request).from_policy(policy);
+    let decision = decide_quietly(policy, request).made_by(policy);
     tracing::debug!(
         target: "mcppol::decision",
         policy = %policy.name,

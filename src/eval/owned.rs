@@ -79,7 +79,11 @@ impl RequestSpec {
             None => Value::Object(Default::default()),
         };
         if self.lock.is_some() && self.tool_def.is_none() {
-            let tool_def = if prefix == "--" { "--tool-def" } else { "tool_def" };
+            let tool_def = if prefix == "--" {
+                "--tool-def"
+            } else {
+                "tool_def"
+            };
             return Err(format!(
                 "{prefix}lock needs {tool_def}: the lock's fingerprints are compared with the \
                  tool's current definition, and without one every locked tool would look \

@@ -68,9 +68,7 @@ impl fmt::Debug for StoreError {
 impl std::error::Error for StoreError {}
 
 impl miette::Diagnostic for StoreError {
-    fn related<'a>(
-        &'a self,
-    ) -> Option<Box<dyn Iterator<Item = &'a dyn miette::Diagnostic> + 'a>> {
+    fn related<'a>(&'a self) -> Option<Box<dyn Iterator<Item = &'a dyn miette::Diagnostic> + 'a>> {
         match self {
             StoreError::Load(e) => miette::Diagnostic::related(e),
             _ => None,

@@ -53,7 +53,7 @@ impl<'p> Explainer<'p> {
             settings_ast: &self.settings,
             steps: Vec::new(),
         };
-        let decision = ex.run().from_policy(policy);
+        let decision = ex.run().made_by(policy);
         let decided_at = ex.steps.last().map(|s| s.stage);
         let not_considered = count_not_considered(policy, request.kind, decided_at, &ex.steps);
         Explanation {
