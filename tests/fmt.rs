@@ -103,11 +103,7 @@ fn decisions(origin: &str, text: &str) -> Vec<String> {
                     // decision, not where its rule is written, must stay.
                     let mut d = p.decide(&r);
                     d.line = None;
-                    out.push(format!(
-                        "{} {server}/{name} {i} {}",
-                        p.name,
-                        d.to_json()
-                    ));
+                    out.push(format!("{} {server}/{name} {i} {}", p.name, d.to_json()));
                 }
             }
         }
