@@ -56,11 +56,11 @@ fn decisions(origin: &str, text: &str) -> Vec<String> {
                         .with_taint(taint)
                         .with_approval(approval)
                         .with_principal("dana");
-                    out.push(format!(
-                        "{} {server}/{name} {i} {}",
-                        p.name(),
-                        p.decide(&r).to_json()
-                    ));
+                    // Formatting may move a rule to another line: the
+                    // decision, not where its rule is written, must stay.
+                    let mut d = p.decide(&r);
+                    d.line = None;
+                    out.push(format!("{} {server}/{name} {i} {}", p.name(), d.to_json()));
                 }
             }
         }

@@ -412,3 +412,143 @@ fn a_closed_standard_output_ends_quietly() {
     assert_eq!(out.status.code(), Some(141), "{stderr}");
     assert!(stderr.is_empty(), "{stderr}");
 }
+
+// ------------------------------------------------------- eval --request
+
+fn eval_request(policy: &Path, input: &str, stdin: &str) -> (i32, String, String) {
+    run(mcppol()
+        .args(["eval", "--policy"])
+        .arg(policy)
+        .args(["--request", input])
+        .write_stdin(stdin.to_string()))
+}
+
+#[test]
+fn eval_request_reads_one_object_or_a_batch() {
+    let dir = Dir::new();
+    let policy = dir.write(
+        "p.mcppol",
+        "policy main {\n  deny \"*/delete_repo\"\n  deny risky: \"github/create_*\" when tainted\n  ask \"github/create_*\"\n  allow \"github/get_*\"\n  allow budget: \"search/query\" when host.within_budget\n}\n",
+    );
+    // One object over several lines, from a file: what the flags give.
+    let one = dir.write(
+        "one.json",
+        "{\n  \"tool\": \"github/create_issue\",\n  \"args\": {\"title\": \"x\"},\n  \"taint\": [\"web\"]\n}\n",
+    );
+    let (status, stdout, stderr) = run(mcppol()
+        .args(["eval", "--policy"])
+        .arg(&policy)
+        .arg("--request")
+        .arg(&one));
+    assert_eq!(status, 0, "{stderr}");
+    let (_, by_flags, _) = run(mcppol().args(["eval", "--policy"]).arg(&policy).args([
+        "--tool",
+        "github/create_issue",
+        "--args",
+        r#"{"title": "x"}"#,
+        "--taint",
+        "web",
+    ]));
+    assert_eq!(stdout, by_flags);
+    assert!(stdout.contains(r#""rule_id":"risky""#), "{stdout}");
+
+    // JSON lines on standard input: one decision a line, in order.
+    let lines = [
+        r#"{"tool": "github/create_issue"}"#,
+        r#"{"tool": "github/create_issue", "no_approver": true}"#,
+        r#"{"tool": "github/get_user"}"#,
+        r#"{"tool": "search/query", "host": {"within_budget": true}}"#,
+        r#"{"tool": "search/query", "host": {"within_budget": "error"}}"#,
+        r#"{"resource": "fs/file:///etc/passwd"}"#,
+    ]
+    .join("\n");
+    let (status, stdout, stderr) = eval_request(&policy, "-", &lines);
+    assert_eq!(status, 0, "{stderr}");
+    let got: Vec<(String, String)> = stdout
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (
+                v["decision"].as_str().unwrap().to_string(),
+                v["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let want = [
+        ("ask", "ask_rule"),
+        ("deny", "no_approver"),
+        ("allow", "allow_rule"),
+        ("allow", "allow_rule"),
+        ("ask", "no_rule"),
+        ("allow", "out_of_scope"),
+    ];
+    assert_eq!(
+        got,
+        want.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect::<Vec<_>>(),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn eval_request_lock_and_tool_def_fields() {
+    let dir = Dir::new();
+    let policy = dir.write("p.mcppol", POLICY);
+    let lock = dir.write(
+        "lock.json",
+        r#"{"version": 1, "tools": {"fs/read_file": "sha256:0000000000000000000000000000000000000000000000000000000000000000"}}"#,
+    );
+    let request = serde_json::json!({
+        "tool": "fs/read_file",
+        "tool_def": {"name": "read_file"},
+        "lock": lock.display().to_string(),
+    })
+    .to_string();
+    let (status, stdout, stderr) = eval_request(&policy, "-", &request);
+    assert_eq!(status, 0, "{stderr}");
+    assert!(
+        stdout.contains(r#""reason":"definition_changed""#),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn eval_request_mistakes_are_usage_errors_naming_the_line() {
+    let dir = Dir::new();
+    let policy = dir.write("p.mcppol", POLICY);
+    let batch = "{\"tool\": \"a/b\"}\n{\"tool\": \"a/b\", \"argz\": {}}\n";
+    let (status, stdout, stderr) = eval_request(&policy, "-", batch);
+    assert_eq!(status, 2);
+    assert!(stdout.is_empty(), "nothing decided: {stdout}");
+    insta::assert_snapshot!("eval_request_unknown_field", stderr);
+
+    let (status, _, stderr) = run(mcppol().args(["eval", "--policy"]).arg(&policy).args([
+        "--request",
+        "-",
+        "--tool",
+        "a/b",
+    ]));
+    assert_eq!(status, 2);
+    assert!(stderr.contains("cannot be used with"), "{stderr}");
+
+    let many = "{\"tool\": \"a/b\"}\n".repeat(100_001);
+    let (status, _, stderr) = eval_request(&policy, "-", &many);
+    assert_eq!(status, 2);
+    assert!(stderr.contains("more than 100000 requests"), "{stderr}");
+}
+
+#[cfg(unix)]
+#[test]
+fn eval_request_refuses_a_fifo() {
+    let dir = Dir::new();
+    let policy = dir.write("p.mcppol", POLICY);
+    let pipe = fifo(&dir, "requests.jsonl");
+    let (status, _, stderr) = run(mcppol()
+        .args(["eval", "--policy"])
+        .arg(&policy)
+        .arg("--request")
+        .arg(&pipe));
+    assert_eq!(status, 2);
+    assert!(stderr.contains("is a FIFO"), "{stderr}");
+}

@@ -12,6 +12,7 @@ mod inputs;
 mod listing;
 mod lock;
 mod request_args;
+mod request_file;
 mod table;
 mod test;
 mod watch;

@@ -8,12 +8,14 @@ use clap::{ArgGroup, Args};
 
 use super::inputs::{json_arg, json_object_arg};
 use super::{color, usage_error};
-use crate::eval::owned::{fixed_host_predicates, parse_host_value, OwnedRequest, RequestSpec};
+use crate::eval::owned::{
+    fixed_host_predicates, parse_host_value, HostValue, OwnedRequest, RequestSpec,
+};
 use crate::fingerprint::Lock;
 use crate::{LoadOptions, Policy, PolicySet, TargetKind};
 
 #[derive(Args, Debug)]
-#[command(group(ArgGroup::new("target").required(true).args(["tool", "resource", "prompt"])))]
+#[command(group(ArgGroup::new("target").args(["tool", "resource", "prompt"])))]
 pub struct RequestArgs {
     /// The policy file.
     #[arg(long, value_name = "FILE")]
@@ -54,6 +56,7 @@ pub struct RequestArgs {
     #[arg(long = "no-approver")]
     pub no_approver: bool,
     /// Approved fingerprints: {"version": 1, "tools": {"server/tool": "sha256:..."}}.
+    /// Needs --tool-def, the current definition they are compared with.
     #[arg(long, value_name = "FILE")]
     pub lock: Option<PathBuf>,
     /// The host trusts this server's annotations.
@@ -131,8 +134,16 @@ impl RequestArgs {
                 Err(e) => return Err(usage_error(&format!("--{e}"), None)),
             }
         }
+        self.load_with(&values)
+    }
+
+    /// Like [`RequestArgs::load`], with the host predicate values given.
+    pub fn load_with(
+        &self,
+        values: &[(String, HostValue)],
+    ) -> Result<(PolicySet, Arc<Policy>), u8> {
         let options = LoadOptions {
-            host: fixed_host_predicates(&values),
+            host: fixed_host_predicates(values),
         };
         let set = match PolicySet::from_file(&self.policy, &options) {
             Ok(set) => set,

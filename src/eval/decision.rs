@@ -149,7 +149,7 @@ impl Decision {
     }
 
     /// Names the policy that decided, and the line of the deciding rule.
-    pub(crate) fn with_policy(mut self, policy: &crate::Policy) -> Self {
+    pub(crate) fn made_by(mut self, policy: &crate::Policy) -> Self {
         self.policy = Some(Arc::clone(&policy.shared_name));
         self.line = self
             .rule_span

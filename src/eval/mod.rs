@@ -235,7 +235,7 @@ pub(crate) fn trusts(policy: &Policy, request: &Request<'_>) -> bool {
 
 /// Decides one request against one policy.
 pub fn decide(policy: &Policy, request: &Request<'_>) -> Decision {
-    let decision = run(policy, request, &mut ()).with_policy(policy);
+    let decision = run(policy, request, &mut ()).made_by(policy);
     tracing::debug!(
         target: "mcppol::decision",
         policy = %policy.name,

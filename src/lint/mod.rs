@@ -10,6 +10,7 @@
 //! `mcppol::lint::NAME`, points at the offending entry and says how to fix
 //! it; `# mcppol: allow(NAME)` silences it (see [`silence`]).
 
+mod ask_without_approver;
 mod duplicate;
 mod folded_regex;
 mod inexact_allow;
@@ -26,6 +27,7 @@ pub mod silence;
 mod tainted;
 mod trust_all;
 mod unknown_tool;
+mod untrusted_annotation;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -72,6 +74,8 @@ lints! {
     MATCHES_NOTHING = "matches_nothing": "a target pattern that matches no name";
     RELATIVE_ROOT = "relative_root": "a path root that is not absolute";
     TRUST_ALL_ANNOTATIONS = "trust_all_annotations": "`trusted all` together with rules that decide on annotations";
+    ASK_WITHOUT_APPROVER = "ask_without_approver": "an `ask` rule on resource reads or prompt gets, which never have an approver: always a deny";
+    UNTRUSTED_ANNOTATION = "untrusted_annotation": "an annotation test in an allow rule that is never true for a server that is not trusted";
     UNKNOWN_TOOL = "unknown_tool": "a target that matches no tool of a listed server";
     UNKNOWN_ARGUMENT = "unknown_argument": "an argument selector that no matched tool's inputSchema has";
     ARGUMENT_TYPE = "argument_type": "a test the argument's declared type contradicts";
@@ -126,6 +130,8 @@ pub fn lint(
         matches_nothing::check(&mut cx);
         relative_root::check(&mut cx);
         trust_all::check(&mut cx);
+        ask_without_approver::check(&mut cx);
+        untrusted_annotation::check(&mut cx);
         if cx.tools.is_some() {
             unknown_tool::check(&mut cx);
             schema::check(&mut cx);

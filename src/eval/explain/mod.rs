@@ -23,7 +23,7 @@ use record::Recorder;
 /// Explains one request against one policy.
 pub(crate) fn explain(policy: &Policy, request: &Request<'_>) -> Explanation {
     let mut recorder = Recorder::new(policy, request);
-    let decision = run(policy, request, &mut recorder).with_policy(policy);
+    let decision = run(policy, request, &mut recorder).made_by(policy);
     let steps = recorder.steps;
     let not_considered = count_not_considered(policy, request.kind, &steps);
     Explanation {
