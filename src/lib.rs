@@ -37,6 +37,8 @@ pub mod fmt;
 pub mod host;
 pub mod lint;
 pub(crate) mod listing;
+#[cfg(feature = "pipeline")]
+pub mod mcp;
 pub mod paths;
 pub mod policy;
 pub mod store;
