@@ -40,6 +40,8 @@ pub(crate) mod listing;
 #[cfg(feature = "pipeline")]
 pub mod mcp;
 pub mod paths;
+#[cfg(feature = "pipeline")]
+pub mod pipeline;
 pub mod policy;
 pub mod store;
 pub mod syntax;
