@@ -159,6 +159,28 @@ fn run_chain(chain: Arc<Chain>, i: usize) -> BoxFuture<'static, Result<ToolResul
     })
 }
 
+/// The hook context of one request, built the first time a hook or the
+/// approver needs it (a call without hooks never builds it).
+pub(crate) struct LazyCtx<'a> {
+    pipeline: &'a Pipeline,
+    opts: &'a CallOptions,
+    cell: std::sync::OnceLock<HookCtx>,
+}
+
+impl<'a> LazyCtx<'a> {
+    fn new(pipeline: &'a Pipeline, opts: &'a CallOptions) -> Self {
+        LazyCtx {
+            pipeline,
+            opts,
+            cell: std::sync::OnceLock::new(),
+        }
+    }
+
+    fn get(&self) -> &HookCtx {
+        self.cell.get_or_init(|| self.pipeline.base_ctx(self.opts))
+    }
+}
+
 impl Pipeline {
     fn policy_snapshot(&self) -> Option<Arc<Policy>> {
         self.policy.snapshot()
@@ -420,7 +442,7 @@ impl Pipeline {
             }
         }
         let state = self.approval_state(name, &entry, opts.principal.as_deref());
-        let base = self.base_ctx(opts);
+        let base = LazyCtx::new(self, opts);
         let mut call = ToolCall {
             server: self.server.clone(),
             name: name.to_string(),
@@ -445,7 +467,7 @@ impl Pipeline {
     async fn before_hooks(
         &self,
         call: &mut ToolCall,
-        base: &HookCtx,
+        base: &LazyCtx<'_>,
     ) -> Result<Option<ToolResult>, CallError> {
         for hook in &self.hooks.before {
             if !hook.matcher.matches(&self.server, &call.name) {
@@ -454,7 +476,7 @@ impl Pipeline {
             let HookFn::Before(f) = &hook.func else {
                 continue;
             };
-            let fut = f(call.clone(), ctx_for(base, hook));
+            let fut = f(call.clone(), ctx_for(base.get(), hook));
             match run_task(hook, self.hook_timeout, fut).await {
                 Err(how) => return Err(CallError::hook_failed(&hook.id, how)),
                 Ok(Before::Continue) => emit(hook, "cont"),
@@ -487,7 +509,7 @@ impl Pipeline {
         state: ToolApproval,
         policy: Option<&Policy>,
         opts: &CallOptions,
-        base: &HookCtx,
+        base: &LazyCtx<'_>,
     ) -> Result<ToolResult, CallError> {
         if !self.hooks.before.is_empty() {
             if let Some(halted) = self.before_hooks(call, base).await? {
@@ -573,7 +595,20 @@ impl Pipeline {
         if let Some(digest) = approved_digest {
             check_digest(&digest, &call.arguments)?;
         }
-        let result = self.send(call.clone(), base).await?;
+        // The call is kept for after and failure hooks; without any, its
+        // arguments move into the request instead of being copied.
+        let to_send = if self.hooks.after.is_empty() && self.hooks.failed.is_empty() {
+            ToolCall {
+                server: call.server.clone(),
+                name: call.name.clone(),
+                arguments: std::mem::take(&mut call.arguments),
+                meta: call.meta.take(),
+                call_id: call.call_id,
+            }
+        } else {
+            call.clone()
+        };
+        let result = self.send(to_send, base).await?;
         if self.validation.output && !result.is_error {
             if let SchemaState::Ready(v) = &entry.output {
                 let checked = match &result.structured_content {
@@ -600,7 +635,7 @@ impl Pipeline {
         entry: &ToolEntry,
         decision: Decision,
         opts: &CallOptions,
-        base: &HookCtx,
+        base: &LazyCtx<'_>,
     ) -> Result<String, CallError> {
         let digest = call.digest();
         let principal = opts.principal.as_deref();
@@ -630,7 +665,7 @@ impl Pipeline {
             digest: digest.clone(),
             fingerprint: entry.fingerprint.clone(),
             decision: decision.clone(),
-            ctx: base.clone(),
+            ctx: base.get().clone(),
         };
         let task = tokio::spawn(approver.ask(request));
         let abort = task.abort_handle();
@@ -669,7 +704,7 @@ impl Pipeline {
         }
     }
 
-    async fn send(&self, call: ToolCall, base: &HookCtx) -> Result<ToolResult, CallError> {
+    async fn send(&self, call: ToolCall, base: &LazyCtx<'_>) -> Result<ToolResult, CallError> {
         let around: Vec<Arc<Hook>> = self
             .hooks
             .around
@@ -684,7 +719,7 @@ impl Pipeline {
             transport: self.transport.clone(),
             call,
             hooks: around,
-            base: base.clone(),
+            base: base.get().clone(),
             timeout: self.send_timeout,
         });
         run_chain(chain, 0).await
@@ -694,7 +729,7 @@ impl Pipeline {
         &self,
         call: &ToolCall,
         mut result: ToolResult,
-        base: &HookCtx,
+        base: &LazyCtx<'_>,
     ) -> ToolResult {
         for hook in &self.hooks.after {
             if !hook.matcher.matches(&self.server, &call.name) {
@@ -703,7 +738,7 @@ impl Pipeline {
             let HookFn::After(f) = &hook.func else {
                 continue;
             };
-            let fut = f(call.clone(), result.clone(), ctx_for(base, hook));
+            let fut = f(call.clone(), result.clone(), ctx_for(base.get(), hook));
             match run_task(hook, self.hook_timeout, fut).await {
                 Ok(super::hooks::After::Continue) => emit(hook, "cont"),
                 Ok(super::hooks::After::Replace(r)) => {
@@ -722,7 +757,7 @@ impl Pipeline {
         &self,
         call: &ToolCall,
         error: CallError,
-        base: &HookCtx,
+        base: &LazyCtx<'_>,
     ) -> Result<ToolResult, CallError> {
         for hook in &self.hooks.failed {
             if !hook.matcher.matches(&self.server, &call.name) {
@@ -731,7 +766,7 @@ impl Pipeline {
             let HookFn::Failed(f) = &hook.func else {
                 continue;
             };
-            let fut = f(call.clone(), error.clone(), ctx_for(base, hook));
+            let fut = f(call.clone(), error.clone(), ctx_for(base.get(), hook));
             match run_task(hook, self.hook_timeout, fut).await {
                 Ok(Failed::Continue) => emit(hook, "cont"),
                 Ok(Failed::Recover(r)) => {
