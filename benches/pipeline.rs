@@ -5,11 +5,13 @@
 //!
 //! - `transport_only`: the in-memory transport's `call_tool` alone (the
 //!   floor: the scripted server, its JSON, the result);
+//! - `decide_only`: the policy's decision on the same request, alone;
 //! - `no_hooks`: the pipeline with a policy and nothing else;
 //! - `ten_hooks`: five before- and five after-hooks that continue;
 //! - `validation`: input and output schemas checked.
 //!
-//! The pipeline's cost is each figure minus `transport_only`.
+//! The pipeline's own cost is `no_hooks` minus `transport_only` and
+//! `decide_only`.
 
 #![allow(clippy::expect_used)] // a benchmark stops on a broken fixture
 
@@ -94,6 +96,19 @@ fn bench(c: &mut Criterion) {
                 }
                 start.elapsed()
             })
+        })
+    });
+
+    let set = PolicySet::from_text("bench.mcppol", POLICY).expect("policy loads");
+    let policy = set.get("bench").expect("policy").clone();
+    let annotations = json!({"readOnlyHint": true});
+    group.bench_function("decide_only", |b| {
+        b.iter(|| {
+            let request = mcppol::Request::tool("fs", "read_file")
+                .with_args(&args)
+                .with_annotations(&annotations)
+                .without_approver();
+            std::hint::black_box(policy.decide(std::hint::black_box(&request)))
         })
     });
 

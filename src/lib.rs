@@ -54,6 +54,11 @@ pub mod testing;
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
 
+/// The pipeline guide's Rust examples, compiled and run as doc tests.
+#[doc = include_str!("../docs/pipeline.md")]
+#[cfg(all(doctest, feature = "pipeline"))]
+pub struct PipelineDoctests;
+
 use std::path::Path;
 use std::sync::Arc;
 
