@@ -43,8 +43,19 @@ mod host;
 mod io;
 mod lint;
 mod listing;
+// The governed call and MCP on the wire: public modules of their own (a
+// host API with many types), compiled with the `pipeline` feature. Their
+// items are not all documented yet (the pipeline branch's to finish):
+// `missing_docs` is allowed there only.
+#[cfg(feature = "pipeline")]
+#[allow(missing_docs)]
+pub mod mcp;
 mod paths;
+#[cfg(feature = "pipeline")]
+#[allow(missing_docs)]
+pub mod pipeline;
 mod policy;
+#[cfg(feature = "store")]
 mod store;
 mod syntax;
 #[cfg(feature = "cli")]
@@ -55,6 +66,11 @@ mod uri;
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// The pipeline guide's Rust examples, compiled and run as doc tests.
+#[doc = include_str!("../docs/pipeline.md")]
+#[cfg(all(doctest, feature = "pipeline"))]
+pub struct PipelineDoctests;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -68,6 +84,7 @@ pub use fmt::{format, FmtError};
 pub use host::{HostPredicate, HostPredicates};
 pub use lint::{check_text, Lint, LintOptions, Listing, ListingError, LINTS};
 pub use policy::{DefaultDecision, PickError, Policy, PolicySet, Scope, Settings, Trusted};
+#[cfg(feature = "store")]
 pub use store::{
     FileStatus, LastError, PolicyStatus, Reloaded, Status, Store, StoreError, Swapped, Watch,
     SUBSCRIBER_BACKLOG,
