@@ -28,6 +28,10 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+// The pest parser is generated without its `std` feature (so without its
+// per-call stack probe, see `syntax`): its code names `alloc`.
+extern crate alloc;
+
 pub mod cli;
 pub mod compile;
 pub mod diagnostics;

@@ -150,33 +150,21 @@ impl Builder {
 
     fn target(&self, pair: Pair<'_, Rule>) -> Result<TargetAst> {
         let span = self.span(&pair);
-        let inner = pair
-            .into_inner()
-            .next()
-            .ok_or((span, "empty target".to_string()))?;
-        match inner.as_rule() {
-            Rule::any_target => Ok(TargetAst::Any(span)),
-            Rule::regex_target => {
-                let mut parts = inner.into_inner();
-                let (Some(server), Some(regex)) = (parts.next(), parts.next()) else {
-                    return Err((span, "a regex target needs a server and a regex".into()));
-                };
-                Ok(TargetAst::Regex {
-                    server: Spanned::new(self.string(&server)?, self.span(&server)),
-                    regex: Spanned::new(regex_source(regex.as_str()), self.span(&regex)),
-                    span,
-                })
-            }
-            _ => {
-                let string = inner
-                    .into_inner()
-                    .next()
-                    .ok_or((span, "empty target".to_string()))?;
-                Ok(TargetAst::Pattern(Spanned::new(
-                    self.string(&string)?,
-                    span,
-                )))
-            }
+        let mut inner = pair.into_inner();
+        let first = inner.next().ok_or((span, "empty target".to_string()))?;
+        if first.as_rule() == Rule::any_target {
+            return Ok(TargetAst::Any(span));
+        }
+        let pattern = self.string(&first)?;
+        match inner.next() {
+            Some(regex) => Ok(TargetAst::Regex {
+                server: Spanned::new(pattern, self.span(&first)),
+                regex: Spanned::new(regex_source(regex.as_str()), self.span(&regex)),
+                span,
+            }),
+            // The string's own span: the target's may run on over the
+            // blanks pest skipped looking for a `~`.
+            None => Ok(TargetAst::Pattern(Spanned::new(pattern, self.span(&first)))),
         }
     }
 
@@ -412,7 +400,17 @@ impl Builder {
 
     /// A JSON string literal, decoded.
     fn string(&self, pair: &Pair<'_, Rule>) -> Result<String> {
-        serde_json::from_str::<String>(pair.as_str())
+        let literal = pair.as_str();
+        // The grammar has checked the literal: without a `\\` its body is
+        // the string itself.
+        if let Some(body) = literal
+            .strip_prefix('"')
+            .and_then(|s| s.strip_suffix('"'))
+            .filter(|body| !body.contains('\\'))
+        {
+            return Ok(body.to_string());
+        }
+        serde_json::from_str::<String>(literal)
             .map_err(|e| (self.span(pair), format!("bad string: {e}")))
     }
 }

@@ -23,7 +23,7 @@ fn rule_name(grammar_rule: Rule) -> Option<&'static str> {
         Rule::visibility_entry | Rule::visibility_kind => "`include` or `exclude`",
         Rule::rule_id => "a rule id",
         Rule::target_kind => "`resource` or `prompt`",
-        Rule::target | Rule::any_target | Rule::regex_target | Rule::pattern_target => {
+        Rule::target | Rule::any_target => {
             "a target (`\"server/tool\"`, `*` or `\"server\" ~ /regex/`)"
         }
         Rule::condition_clause => "`when` or `unless`",

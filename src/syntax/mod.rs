@@ -4,7 +4,6 @@
 mod ast;
 mod build;
 mod errors;
-mod fast;
 pub(crate) mod lex;
 mod parser;
 mod scan;
@@ -17,24 +16,25 @@ pub use parser::{parse, MAX_FILE_BYTES, MAX_NESTING};
 #[grammar = "../grammar/mcppol.pest"]
 pub struct Grammar;
 
-/// The two whole-file parsers side by side, for the differential tests: the
-/// hand-written fast path and pest's `file` rule with the AST builder. Not
-/// part of the API.
+/// The parser's two ways through a file side by side, for the tests: the
+/// one pass over the whole file that a well-formed file takes, and the
+/// item-by-item driver that recovers after an error. Not part of the API.
 #[doc(hidden)]
 pub mod differential {
-    /// The fast path: `None` unless the text is well formed and builds.
-    pub fn fast(text: &str) -> Option<super::File> {
-        super::fast::parse(text)
-    }
-
-    /// pest's `file` rule and the builder: `None` unless the text is well
-    /// formed and builds.
-    pub fn pest(text: &str) -> Option<super::File> {
+    /// The one pass: `None` unless the text is well formed and builds.
+    pub fn whole(text: &str) -> Option<super::File> {
         super::parser::pest_whole_file(text)
     }
 
-    /// Whether brackets nest too deep: such a file is refused before either
-    /// parser runs.
+    /// The item-by-item driver alone: `None` if it reports an error.
+    pub fn items(text: &str) -> Option<super::File> {
+        let source = crate::diagnostics::SourceFile::new("t.mcppol", text);
+        let (file, diagnostics) = super::parser::parse_items(&source);
+        diagnostics.is_empty().then_some(file)
+    }
+
+    /// Whether brackets nest too deep: such a file is refused before the
+    /// grammar runs.
     pub fn too_deep(text: &str) -> bool {
         super::scan::too_deep(text, super::MAX_NESTING).is_some()
     }

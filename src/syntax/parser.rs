@@ -46,6 +46,21 @@ pub fn parse(source: &Arc<SourceFile>) -> (File, Vec<Diagnostic>) {
         source,
         text: &source.text,
         diagnostics: Vec::new(),
+        one_pass: true,
+    };
+    let file = parser.file();
+    (file, parser.diagnostics)
+}
+
+/// Parses item by item only, without first trying the whole file in one
+/// pass: the recovery path, for the tests that check it reads a
+/// well-formed file as the one pass does.
+pub(super) fn parse_items(source: &Arc<SourceFile>) -> (File, Vec<Diagnostic>) {
+    let mut parser = Driver {
+        source,
+        text: &source.text,
+        diagnostics: Vec::new(),
+        one_pass: false,
     };
     let file = parser.file();
     (file, parser.diagnostics)
@@ -55,6 +70,8 @@ struct Driver<'a> {
     source: &'a Arc<SourceFile>,
     text: &'a str,
     diagnostics: Vec<Diagnostic>,
+    /// Whether to try the whole file in one pass before going item by item.
+    one_pass: bool,
 }
 
 /// Parses again with pest's error detail on, which lists the literal tokens
@@ -134,8 +151,10 @@ impl Driver<'_> {
         }
         // The common case, a file without syntax errors, is read in one pass;
         // only a file with an error is driven item by item to report them all.
-        if let Some(file) = self.whole_file() {
-            return file;
+        if self.one_pass {
+            if let Some(file) = pest_whole_file(self.text) {
+                return file;
+            }
         }
         let mut pos = 0;
         loop {
@@ -161,12 +180,6 @@ impl Driver<'_> {
             }
         }
         file
-    }
-
-    /// The whole file in one pass, if it has no syntax error and every value
-    /// in it builds: the hand-written parser first, pest if it declines.
-    fn whole_file(&mut self) -> Option<File> {
-        super::fast::parse(self.text).or_else(|| pest_whole_file(self.text))
     }
 
     /// Parses `policy NAME { ... }` at `pos`; returns where parsing goes on.
