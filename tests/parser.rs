@@ -52,7 +52,7 @@ fn fixtures() -> Vec<(PathBuf, String)> {
 fn misspelt_word(file: &File) -> bool {
     file.policies.iter().flat_map(|p| &p.items).any(|item| {
         matches!(item, Item::Setting(s)
-            if !mcppol::policy::SETTING_NAMES.contains(&s.name.node.as_str()))
+            if mcppol::syntax::keywords::Setting::from_name(&s.name.node).is_none())
     })
 }
 

@@ -7,9 +7,8 @@ use super::Compiler;
 use crate::diagnostics::{did_you_mean, Diagnostic};
 use crate::paths;
 use crate::policy::{AnnotationKey, Cond, Operand, Pred, Quantifier, Step, Test};
+use crate::syntax::keywords::{Predicate, Selector, TestWord};
 use crate::syntax::{self, CompareOp, Effect, SelectorAst, Span};
-
-const ROOTS: [&str; 5] = ["args", "principal", "assigns", "annotation", "host"];
 
 /// Where a predicate stands: in which kind of rule, under how many `not`s.
 #[derive(Clone, Copy)]
@@ -85,7 +84,7 @@ impl Compiler<'_> {
                     .collect(),
             }),
             syntax::Cond::Exists { selector, .. } => {
-                let operand = self.value_operand(selector, "exists")?;
+                let operand = self.value_operand(selector, Predicate::Exists.as_str())?;
                 if let Operand::Annotation(_) = operand {
                     self.push(
                         Diagnostic::error(
@@ -169,7 +168,7 @@ impl Compiler<'_> {
                 })
             }
             syntax::Cond::In { selector, list, .. } => {
-                let operand = self.value_operand(selector, "in")?;
+                let operand = self.value_operand(selector, TestWord::In.as_str())?;
                 let Value::Array(items) = &list.node else {
                     self.push(
                         Diagnostic::error(
@@ -193,7 +192,7 @@ impl Compiler<'_> {
             syntax::Cond::Matches {
                 selector, regex, ..
             } => {
-                let operand = self.value_operand(selector, "matches");
+                let operand = self.value_operand(selector, TestWord::Matches.as_str());
                 let regex = self.regex(&regex.node, regex.span);
                 Some(Test::Matches {
                     operand: operand?,
@@ -206,8 +205,12 @@ impl Compiler<'_> {
                 root,
                 ..
             } => {
-                let operand =
-                    self.value_operand(selector, if *inside { "inside" } else { "escapes" });
+                let word = if *inside {
+                    TestWord::Inside
+                } else {
+                    TestWord::Escapes
+                };
+                let operand = self.value_operand(selector, word.as_str());
                 let canonical = match paths::canonical_root(&root.node) {
                     Ok(r) => Some(r),
                     Err(why) => {
@@ -232,8 +235,7 @@ impl Compiler<'_> {
                 })
             }
             syntax::Cond::UnknownTest { word, .. } => {
-                let tests = ["inside", "escapes", "matches", "in"];
-                let help = match did_you_mean(&word.node, tests) {
+                let help = match did_you_mean(&word.node, TestWord::names()) {
                     Some(t) => format!("did you mean `{t}`?"),
                     None => "the tests are `==`, `!=`, `<`, `<=`, `>`, `>=`, `in`, `matches`, `inside` and `escapes`".to_string(),
                 };
@@ -274,7 +276,7 @@ impl Compiler<'_> {
     }
 
     fn selector(&mut self, selector: &SelectorAst) -> Option<Resolved> {
-        let root = selector.root.node.as_str();
+        let root_word = selector.root.node.as_str();
         let steps = || -> Box<[Step]> {
             selector
                 .steps
@@ -285,10 +287,34 @@ impl Compiler<'_> {
                 })
                 .collect()
         };
+        let Some(root) = Selector::from_name(root_word) else {
+            let help = match did_you_mean(root_word, Selector::names()) {
+                Some(k) => format!("did you mean `{k}`?"),
+                None => format!(
+                    "a condition reads {}, or tests `{}`",
+                    Selector::names()
+                        .map(|r| format!("`{r}`"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    Predicate::Tainted
+                ),
+            };
+            self.push(
+                Diagnostic::error(
+                    self.source,
+                    "mcppol::compile::unknown_selector",
+                    selector.root.span,
+                    format!("unknown name `{root_word}` in a condition"),
+                )
+                .with_label("unknown")
+                .with_help(help),
+            );
+            return None;
+        };
         match root {
-            "args" => Some(Resolved::Operand(Operand::Args(steps()))),
-            "assigns" => Some(Resolved::Operand(Operand::Assigns(steps()))),
-            "principal" => {
+            Selector::Args => Some(Resolved::Operand(Operand::Args(steps()))),
+            Selector::Assigns => Some(Resolved::Operand(Operand::Assigns(steps()))),
+            Selector::Principal => {
                 if let Some(step) = selector.steps.first() {
                     self.push(
                         Diagnostic::error(
@@ -304,7 +330,7 @@ impl Compiler<'_> {
                 }
                 Some(Resolved::Operand(Operand::Principal))
             }
-            "annotation" | "host" => {
+            Selector::Annotation | Selector::Host => {
                 let key = match selector.steps.as_slice() {
                     [one] => match &one.node {
                         syntax::Step::Key(k) => Some((k.as_str(), one.span)),
@@ -321,7 +347,7 @@ impl Compiler<'_> {
                             format!("`{root}` needs one name after it"),
                         )
                         .with_label("expected one name")
-                        .with_help(if root == "host" {
+                        .with_help(if root == Selector::Host {
                             "write `host.NAME` with the name the host registered"
                         } else {
                             "write `annotation.read_only`, `destructive`, `open_world` or `idempotent`"
@@ -330,31 +356,11 @@ impl Compiler<'_> {
                     return None;
                 };
                 let key_span = Span::new(key_span.start + 1, key_span.end);
-                if root == "host" {
+                if root == Selector::Host {
                     return Some(Resolved::Host(key.to_string(), key_span));
                 }
                 self.annotation_key(key, key_span)
                     .map(|k| Resolved::Operand(Operand::Annotation(k)))
-            }
-            _ => {
-                let help = match did_you_mean(root, ROOTS) {
-                    Some(k) => format!("did you mean `{k}`?"),
-                    None => format!(
-                        "a condition reads {}, or tests `tainted`",
-                        ROOTS.map(|r| format!("`{r}`")).join(", ")
-                    ),
-                };
-                self.push(
-                    Diagnostic::error(
-                        self.source,
-                        "mcppol::compile::unknown_selector",
-                        selector.root.span,
-                        format!("unknown name `{root}` in a condition"),
-                    )
-                    .with_label("unknown")
-                    .with_help(help),
-                );
-                None
             }
         }
     }

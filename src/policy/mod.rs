@@ -10,7 +10,7 @@ pub mod target_index;
 use std::sync::Arc;
 
 pub use condition::{AnnotationKey, Cond, Operand, Pred, Quantifier, Step, Test};
-pub use settings::{DefaultDecision, Scope, Settings, Trusted, SETTING_NAMES};
+pub use settings::{DefaultDecision, Scope, Settings, Trusted};
 pub use target_index::{Hits, IndexedTarget, NameMatcher, TargetIndex};
 
 use crate::diagnostics::SourceFile;

@@ -59,12 +59,3 @@ impl Default for Settings {
         }
     }
 }
-
-/// The names of every setting, for suggestions.
-pub const SETTING_NAMES: [&str; 5] = [
-    "default",
-    "scope",
-    "trusted",
-    "pin_tools",
-    "allow_new_tools",
-];

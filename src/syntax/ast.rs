@@ -5,6 +5,8 @@
 
 use serde_json::Value;
 
+pub use super::keywords::{CompareOp, Effect};
+
 /// A byte range in the source text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Span {
@@ -101,28 +103,6 @@ pub struct VisibilityEntry {
     pub include: bool,
     pub targets: Vec<TargetAst>,
     pub span: Span,
-}
-
-/// `deny`, `ask` or `allow`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Effect {
-    Deny,
-    Ask,
-    Allow,
-}
-
-impl Effect {
-    pub const ALL: [Effect; 3] = [Effect::Deny, Effect::Ask, Effect::Allow];
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Effect::Deny => "deny",
-            Effect::Ask => "ask",
-            Effect::Allow => "allow",
-        }
-    }
-    pub fn index(self) -> usize {
-        self as usize
-    }
 }
 
 /// What a rule's targets name.
@@ -251,30 +231,6 @@ impl Cond {
             | Cond::Path { span, .. }
             | Cond::UnknownTest { span, .. } => *span,
             Cond::Bare(sel) => sel.span,
-        }
-    }
-}
-
-/// `==`, `!=`, `<`, `<=`, `>`, `>=`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CompareOp {
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-}
-
-impl CompareOp {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CompareOp::Eq => "==",
-            CompareOp::Ne => "!=",
-            CompareOp::Lt => "<",
-            CompareOp::Le => "<=",
-            CompareOp::Gt => ">",
-            CompareOp::Ge => ">=",
         }
     }
 }

@@ -5,6 +5,7 @@ use pest::iterators::Pair;
 use serde_json::Value;
 
 use super::ast::*;
+use super::keywords::{KindWord, TestWord, Visibility};
 use super::Rule;
 
 /// A problem found while turning pairs into nodes (the grammar accepted the
@@ -21,6 +22,15 @@ impl Builder {
     pub fn span(&self, pair: &Pair<'_, Rule>) -> Span {
         let s = pair.as_span();
         Span::new(self.base + s.start(), self.base + s.end())
+    }
+
+    /// A keyword the grammar accepted that the keyword table does not know:
+    /// the two disagree (a test checks they do not).
+    fn unknown_word(&self, pair: &Pair<'_, Rule>) -> BuildError {
+        (
+            self.span(pair),
+            format!("`{}` is not in the keyword table", pair.as_str()),
+        )
     }
 
     fn spanned_str(&self, pair: &Pair<'_, Rule>) -> Spanned<String> {
@@ -88,7 +98,13 @@ impl Builder {
         let mut targets = Vec::new();
         for inner in pair.into_inner() {
             match inner.as_rule() {
-                Rule::visibility_kind => include = inner.as_str() == "include",
+                Rule::visibility_kind => {
+                    include = match Visibility::from_name(inner.as_str()) {
+                        Some(Visibility::Include) => true,
+                        Some(Visibility::Exclude) => false,
+                        None => return Err(self.unknown_word(&inner)),
+                    }
+                }
                 Rule::target => targets.push(self.target(inner)?),
                 _ => {}
             }
@@ -111,11 +127,8 @@ impl Builder {
         for inner in pair.into_inner() {
             match inner.as_rule() {
                 Rule::effect => {
-                    let e = match inner.as_str() {
-                        "deny" => Effect::Deny,
-                        "ask" => Effect::Ask,
-                        _ => Effect::Allow,
-                    };
+                    let e = Effect::from_name(inner.as_str())
+                        .ok_or_else(|| self.unknown_word(&inner))?;
                     effect = Some(Spanned::new(e, self.span(&inner)));
                 }
                 Rule::rule_id => {
@@ -124,10 +137,10 @@ impl Builder {
                     }
                 }
                 Rule::target_kind => {
-                    kind = if inner.as_str() == "resource" {
-                        TargetKind::Resource
-                    } else {
-                        TargetKind::Prompt
+                    kind = match KindWord::from_name(inner.as_str()) {
+                        Some(KindWord::Resource) => TargetKind::Resource,
+                        Some(KindWord::Prompt) => TargetKind::Prompt,
+                        None => return Err(self.unknown_word(&inner)),
                     };
                     kind_span = Some(self.span(&inner));
                 }
@@ -263,7 +276,8 @@ impl Builder {
                     span,
                 })
             }
-            _ => self.test(pair),
+            Rule::test => self.test(pair),
+            _ => Err((span, "a condition is missing".to_string())),
         }
     }
 
@@ -294,14 +308,8 @@ impl Builder {
         let second = parts.next();
         match (first, second) {
             (Some(op), Some(value)) if op.as_rule() == Rule::compare_op => {
-                let op_node = match op.as_str() {
-                    "==" => CompareOp::Eq,
-                    "!=" => CompareOp::Ne,
-                    "<" => CompareOp::Lt,
-                    "<=" => CompareOp::Le,
-                    ">" => CompareOp::Gt,
-                    _ => CompareOp::Ge,
-                };
+                let op_node =
+                    CompareOp::from_name(op.as_str()).ok_or_else(|| self.unknown_word(&op))?;
                 Ok(Cond::Compare {
                     selector,
                     op: Spanned::new(op_node, self.span(&op)),
@@ -309,24 +317,28 @@ impl Builder {
                     span,
                 })
             }
-            (Some(kw), Some(value)) => match kw.as_rule() {
-                Rule::kw_in => Ok(Cond::In {
-                    selector,
-                    list: Spanned::new(self.literal(&value)?, self.span(&value)),
-                    span,
-                }),
-                Rule::kw_matches => Ok(Cond::Matches {
-                    selector,
-                    regex: Spanned::new(regex_source(value.as_str()), self.span(&value)),
-                    span,
-                }),
-                _ => Ok(Cond::Path {
-                    selector,
-                    inside: kw.as_rule() == Rule::kw_inside,
-                    root: Spanned::new(self.string(&value)?, self.span(&value)),
-                    span,
-                }),
-            },
+            (Some(kw), Some(value)) => {
+                let word =
+                    TestWord::from_name(kw.as_str()).ok_or_else(|| self.unknown_word(&kw))?;
+                match word {
+                    TestWord::In => Ok(Cond::In {
+                        selector,
+                        list: Spanned::new(self.literal(&value)?, self.span(&value)),
+                        span,
+                    }),
+                    TestWord::Matches => Ok(Cond::Matches {
+                        selector,
+                        regex: Spanned::new(regex_source(value.as_str()), self.span(&value)),
+                        span,
+                    }),
+                    TestWord::Inside | TestWord::Escapes => Ok(Cond::Path {
+                        selector,
+                        inside: word == TestWord::Inside,
+                        root: Spanned::new(self.string(&value)?, self.span(&value)),
+                        span,
+                    }),
+                }
+            }
             _ => Err((span, "incomplete test".to_string())),
         }
     }

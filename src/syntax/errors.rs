@@ -56,7 +56,20 @@ fn rule_name(grammar_rule: Rule) -> Option<&'static str> {
         Rule::kw_and => "`and`",
         Rule::kw_or => "`or`",
         Rule::kw_not => "`not`",
-        _ => return None,
+        // Pieces too small to name: the rule around them is named instead.
+        Rule::file
+        | Rule::item_end
+        | Rule::setting_word
+        | Rule::reserved_item_word
+        | Rule::WHITESPACE
+        | Rule::COMMENT
+        | Rule::not_newline
+        | Rule::primary
+        | Rule::string_char
+        | Rule::string_escape
+        | Rule::regex_char
+        | Rule::regex_char_or_slash
+        | Rule::ident_char => return None,
     })
 }
 

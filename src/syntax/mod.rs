@@ -4,6 +4,7 @@
 mod ast;
 mod build;
 mod errors;
+pub mod keywords;
 pub(crate) mod lex;
 mod parser;
 mod scan;

@@ -20,23 +20,10 @@ pub const MAX_NESTING: usize = 64;
 /// Advice for a value the grammar accepts but that cannot be used.
 const BUILD_HELP: &str = "the text has the right form but this value is out of range: correct it";
 
-/// Words that begin an item; where the parser resumes after an error.
-const ITEM_WORDS: &[&str] = &[
-    "deny",
-    "ask",
-    "allow",
-    "tools",
-    "policy",
-    "}",
-    "default",
-    "scope",
-    "trusted",
-    "pin_tools",
-    "allow_new_tools",
-];
-
+/// Whether `word` begins an item (or closes the policy): where the parser
+/// resumes after an error.
 fn is_item_word(word: &str) -> bool {
-    ITEM_WORDS.contains(&word)
+    word == "}" || super::keywords::begins_item(word)
 }
 
 /// Parses a whole file: the policies that could be read and every syntax

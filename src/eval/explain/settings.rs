@@ -4,6 +4,7 @@
 use crate::policy::glob::Glob;
 use crate::policy::names::fold;
 use crate::policy::Policy;
+use crate::syntax::keywords::Setting;
 use crate::syntax::{self, Item, Span};
 
 /// Where the settings are written, for steps that no rule decides.
@@ -49,12 +50,13 @@ impl SettingSpans {
                 }
             }
             if let Item::Setting(s) = item {
-                let slot = match s.name.node.as_str() {
-                    "default" => &mut spans.default,
-                    "pin_tools" => &mut spans.pin_tools,
-                    "scope" => &mut spans.scope,
-                    "allow_new_tools" => &mut spans.allow_new_tools,
-                    _ => continue,
+                let slot = match Setting::from_name(&s.name.node) {
+                    Some(Setting::Default) => &mut spans.default,
+                    Some(Setting::PinTools) => &mut spans.pin_tools,
+                    Some(Setting::Scope) => &mut spans.scope,
+                    Some(Setting::AllowNewTools) => &mut spans.allow_new_tools,
+                    // No step of the walk is decided by these.
+                    Some(Setting::Trusted) | None => continue,
                 };
                 *slot = Some(s.span);
             }
