@@ -16,6 +16,8 @@ use miette::{
 
 use crate::syntax::Span;
 
+pub mod codes;
+
 /// The text of one policy file and the name it is reported under.
 #[derive(Debug)]
 pub struct SourceFile {

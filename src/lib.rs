@@ -87,7 +87,7 @@ impl PolicySet {
             let source = SourceFile::new(origin.clone(), String::new());
             LoadError::new(vec![Diagnostic::error(
                 &source,
-                "mcppol::io",
+                crate::diagnostics::codes::IO_READ,
                 syntax::Span::default(),
                 message,
             )

@@ -1,6 +1,7 @@
 //! Conditions: selectors resolved, literals checked, regexes compiled, host
 //! predicates looked up, and each predicate's quantifier fixed by polarity.
 
+use crate::diagnostics::codes;
 use serde_json::Value;
 
 use super::Compiler;
@@ -89,7 +90,7 @@ impl Compiler<'_> {
                     self.push(
                         Diagnostic::error(
                             self.source,
-                            "mcppol::compile::bad_test",
+                            codes::COMPILE_BAD_TEST,
                             selector.span,
                             "annotations always have a value",
                         )
@@ -108,7 +109,7 @@ impl Compiler<'_> {
                     self.push(
                         Diagnostic::error(
                             self.source,
-                            "mcppol::compile::bare_selector",
+                            codes::COMPILE_BARE_SELECTOR,
                             selector.span,
                             format!("`{text}` alone is not a condition"),
                         )
@@ -132,7 +133,7 @@ impl Compiler<'_> {
                     self.push(
                         Diagnostic::error(
                             self.source,
-                            "mcppol::compile::ordering_needs_number",
+                            codes::COMPILE_ORDERING_NEEDS_NUMBER,
                             value.span,
                             format!("`{}` compares numbers only", op.node.as_str()),
                         )
@@ -148,7 +149,7 @@ impl Compiler<'_> {
                         self.push(
                             Diagnostic::error(
                                 self.source,
-                                "mcppol::compile::bad_test",
+                                codes::COMPILE_BAD_TEST,
                                 value.span,
                                 format!("`annotation.{}` is true or false", key.name()),
                             )
@@ -173,7 +174,7 @@ impl Compiler<'_> {
                     self.push(
                         Diagnostic::error(
                             self.source,
-                            "mcppol::compile::in_needs_list",
+                            codes::COMPILE_IN_NEEDS_LIST,
                             list.span,
                             "`in` needs a list",
                         )
@@ -217,7 +218,7 @@ impl Compiler<'_> {
                         self.push(
                             Diagnostic::error(
                                 self.source,
-                                "mcppol::compile::bad_root",
+                                codes::COMPILE_BAD_ROOT,
                                 root.span,
                                 format!("`{}` cannot be a root: {why}", root.node.escape_debug()),
                             )
@@ -242,7 +243,7 @@ impl Compiler<'_> {
                 self.push(
                     Diagnostic::error(
                         self.source,
-                        "mcppol::compile::unknown_test",
+                        codes::COMPILE_UNKNOWN_TEST,
                         word.span,
                         format!("unknown test `{}`", word.node),
                     )
@@ -263,7 +264,7 @@ impl Compiler<'_> {
                 self.push(
                     Diagnostic::error(
                         self.source,
-                        "mcppol::compile::bad_test",
+                        codes::COMPILE_BAD_TEST,
                         span,
                         format!("`host.{name}` is a predicate and takes no `{test}`"),
                     )
@@ -302,7 +303,7 @@ impl Compiler<'_> {
             self.push(
                 Diagnostic::error(
                     self.source,
-                    "mcppol::compile::unknown_selector",
+                    codes::COMPILE_UNKNOWN_SELECTOR,
                     selector.root.span,
                     format!("unknown name `{root_word}` in a condition"),
                 )
@@ -319,7 +320,7 @@ impl Compiler<'_> {
                     self.push(
                         Diagnostic::error(
                             self.source,
-                            "mcppol::compile::bad_selector",
+                            codes::COMPILE_BAD_SELECTOR,
                             step.span,
                             "`principal` is a string and has no fields",
                         )
@@ -342,7 +343,7 @@ impl Compiler<'_> {
                     self.push(
                         Diagnostic::error(
                             self.source,
-                            "mcppol::compile::bad_selector",
+                            codes::COMPILE_BAD_SELECTOR,
                             selector.span,
                             format!("`{root}` needs one name after it"),
                         )
@@ -384,7 +385,7 @@ impl Compiler<'_> {
         self.push(
             Diagnostic::error(
                 self.source,
-                "mcppol::compile::unknown_annotation",
+                codes::COMPILE_UNKNOWN_ANNOTATION,
                 span,
                 format!("unknown annotation `{key}`"),
             )
@@ -417,7 +418,7 @@ impl Compiler<'_> {
                     self.push(
                         Diagnostic::error(
                             self.source,
-                            "mcppol::compile::unknown_host_predicate",
+                            codes::COMPILE_UNKNOWN_HOST_PREDICATE,
                             span,
                             format!("no host predicate `{name}`"),
                         )

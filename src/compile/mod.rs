@@ -5,6 +5,7 @@ mod conditions;
 mod settings;
 mod targets;
 
+use crate::diagnostics::codes;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -58,7 +59,7 @@ pub fn compile(
             compiler.push(
                 Diagnostic::error(
                     source,
-                    "mcppol::compile::duplicate_policy",
+                    codes::COMPILE_DUPLICATE_POLICY,
                     ast.name.span,
                     format!("policy `{}` is defined twice in this file", ast.name.node),
                 )
@@ -113,7 +114,7 @@ impl Compiler<'_> {
                         self.push(
                             Diagnostic::error(
                                 self.source,
-                                "mcppol::compile::duplicate_tools_block",
+                                codes::COMPILE_DUPLICATE_TOOLS_BLOCK,
                                 block.span,
                                 "a policy has one `tools {}` block",
                             )
@@ -131,7 +132,7 @@ impl Compiler<'_> {
                             self.push(
                                 Diagnostic::error(
                                     self.source,
-                                    "mcppol::compile::duplicate_rule_id",
+                                    codes::COMPILE_DUPLICATE_RULE_ID,
                                     id.span,
                                     format!("rule id `{}` is used twice", id.node),
                                 )
@@ -191,7 +192,7 @@ impl Compiler<'_> {
             self.push(
                 Diagnostic::error(
                     self.source,
-                    "mcppol::compile::kind_out_of_scope",
+                    codes::COMPILE_KIND_OUT_OF_SCOPE,
                     span,
                     format!("a {} rule in a policy whose scope lacks `{word}`", rule.kind.as_str()),
                 )

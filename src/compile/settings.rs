@@ -1,5 +1,6 @@
 //! Settings: names, values and repeats checked; the defaults filled in.
 
+use crate::diagnostics::codes;
 use std::collections::HashSet;
 
 use super::Compiler;
@@ -32,7 +33,7 @@ impl Compiler<'_> {
                 self.push(
                     Diagnostic::error(
                         self.source,
-                        "mcppol::compile::duplicate_setting",
+                        codes::COMPILE_DUPLICATE_SETTING,
                         ast.name.span,
                         format!("`{name}` is set twice in this policy"),
                     )
@@ -76,7 +77,7 @@ impl Compiler<'_> {
         let diagnostic = match did_you_mean(name, known) {
             Some(k) if item_keywords().any(|w| w == k) => Diagnostic::error(
                 self.source,
-                "mcppol::compile::unknown_keyword",
+                codes::COMPILE_UNKNOWN_KEYWORD,
                 ast.name.span,
                 format!("unknown keyword `{name}`"),
             )
@@ -84,7 +85,7 @@ impl Compiler<'_> {
             .with_help(format!("did you mean `{k}`?")),
             Some(k) => Diagnostic::error(
                 self.source,
-                "mcppol::compile::unknown_setting",
+                codes::COMPILE_UNKNOWN_SETTING,
                 ast.name.span,
                 format!("unknown setting `{name}`"),
             )
@@ -92,7 +93,7 @@ impl Compiler<'_> {
             .with_help(format!("did you mean `{k}`?")),
             None => Diagnostic::error(
                 self.source,
-                "mcppol::compile::unknown_setting",
+                codes::COMPILE_UNKNOWN_SETTING,
                 ast.name.span,
                 format!("unknown setting `{name}`"),
             )
@@ -127,7 +128,7 @@ impl Compiler<'_> {
         self.push(
             Diagnostic::error(
                 self.source,
-                "mcppol::compile::bad_setting_value",
+                codes::COMPILE_BAD_SETTING_VALUE,
                 value.span,
                 format!("`{text}` is not a value of `{setting}`"),
             )
@@ -148,7 +149,7 @@ impl Compiler<'_> {
             self.push(
                 Diagnostic::error(
                     self.source,
-                    "mcppol::compile::bad_setting_value",
+                    codes::COMPILE_BAD_SETTING_VALUE,
                     extra.span,
                     format!("`{name}` takes one value"),
                 )
@@ -186,7 +187,7 @@ impl Compiler<'_> {
                 self.push(
                     Diagnostic::error(
                         self.source,
-                        "mcppol::compile::bad_setting_value",
+                        codes::COMPILE_BAD_SETTING_VALUE,
                         value.span,
                         format!("`{word}` is named twice in `scope`"),
                     )
@@ -205,7 +206,7 @@ impl Compiler<'_> {
             self.push(
                 Diagnostic::error(
                     self.source,
-                    "mcppol::compile::scope_without_tools",
+                    codes::COMPILE_SCOPE_WITHOUT_TOOLS,
                     ast.span,
                     "`scope` must include `tools`",
                 )
@@ -237,7 +238,7 @@ impl Compiler<'_> {
                     self.push(
                         Diagnostic::error(
                             self.source,
-                            "mcppol::compile::bad_setting_value",
+                            codes::COMPILE_BAD_SETTING_VALUE,
                             value.span,
                             format!("`{w}` is not a value of `trusted`"),
                         )

@@ -1,6 +1,7 @@
 //! Targets and regexes: patterns split into segments, folded for loose
 //! lists, regexes compiled with size limits.
 
+use crate::diagnostics::codes;
 use regex::{Regex, RegexBuilder};
 
 use super::Compiler;
@@ -26,7 +27,7 @@ impl Compiler<'_> {
                 self.push(
                     Diagnostic::error(
                         self.source,
-                        "mcppol::compile::regex_too_big",
+                        codes::COMPILE_REGEX_TOO_BIG,
                         span,
                         format!("this regex compiles to more than {limit} bytes"),
                     )
@@ -48,7 +49,7 @@ impl Compiler<'_> {
                 self.push(
                     Diagnostic::error(
                         self.source,
-                        "mcppol::compile::invalid_regex",
+                        codes::COMPILE_INVALID_REGEX,
                         span,
                         format!("invalid regex: {last}"),
                     )

@@ -1,5 +1,6 @@
 //! pest errors to diagnostics, with friendly names for grammar rules.
 
+use crate::diagnostics::codes;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -9,7 +10,7 @@ use super::scan::token_at;
 use super::{Rule, Span};
 use crate::diagnostics::{Diagnostic, SourceFile};
 
-pub(super) const SYNTAX: &str = "mcppol::parse::syntax";
+pub(super) const SYNTAX: &str = codes::PARSE_SYNTAX;
 
 /// What a user calls the thing a grammar rule stands for.
 fn rule_name(grammar_rule: Rule) -> Option<&'static str> {

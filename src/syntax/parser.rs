@@ -1,6 +1,7 @@
 //! The parse driver: runs the grammar one item at a time so that a bad item
 //! is reported and skipped, and the rest of the file is still parsed.
 
+use crate::diagnostics::codes;
 use std::sync::Arc;
 
 use pest::Parser as _;
@@ -112,7 +113,7 @@ impl Driver<'_> {
             self.diagnostics.push(
                 Diagnostic::error(
                     self.source,
-                    "mcppol::parse::file_too_large",
+                    codes::PARSE_FILE_TOO_LARGE,
                     Span::new(0, 0),
                     format!(
                         "the file is {} bytes, more than the {MAX_FILE_BYTES} a policy file may have",
@@ -127,7 +128,7 @@ impl Driver<'_> {
             self.diagnostics.push(
                 Diagnostic::error(
                     self.source,
-                    "mcppol::parse::too_deep",
+                    codes::PARSE_TOO_DEEP,
                     span,
                     format!("brackets nest more than {MAX_NESTING} deep"),
                 )
@@ -221,7 +222,7 @@ impl Driver<'_> {
         self.diagnostics.push(
             Diagnostic::error(
                 self.source,
-                "mcppol::parse::unclosed",
+                codes::PARSE_UNCLOSED,
                 open,
                 format!("`{what} {name}` is never closed"),
             )
