@@ -5,6 +5,7 @@ use std::collections::HashSet;
 
 use super::Compiler;
 use crate::diagnostics::{did_you_mean, Diagnostic};
+use crate::paths;
 use crate::policy::{DefaultDecision, Settings, Trusted};
 use crate::syntax::keywords::{
     Block, DefaultValue, Effect, ScopeKind, Setting, Switch, TrustedWord,
@@ -66,6 +67,7 @@ impl Compiler<'_> {
                 }
                 Setting::Scope => self.scope(ast, &mut settings),
                 Setting::Trusted => self.trusted(ast, &mut settings),
+                Setting::Roots => settings.roots = self.roots(ast),
             }
         }
         settings
@@ -214,6 +216,46 @@ impl Compiler<'_> {
                 .with_help("tool calls are always governed: write `scope tools, ...`"),
             );
         }
+    }
+
+    /// `roots "/srv/work", ...`: absolute paths, canonicalized as path
+    /// roots are; `None` (with an error each) if any is not.
+    fn roots(&mut self, ast: &SettingAst) -> Option<Box<[String]>> {
+        let mut roots: Vec<String> = Vec::new();
+        let mut ok = true;
+        for value in &ast.values {
+            let problem = match &value.node {
+                SettingValue::Word(w) => Some((
+                    format!("`{w}` is not a value of `roots`"),
+                    format!("roots are absolute paths in quotes: `roots \"/srv/{w}\"`"),
+                )),
+                SettingValue::Str(s) if !s.starts_with('/') => Some((
+                    format!("root `{}` is not an absolute path", s.escape_debug()),
+                    "write the whole path from `/`, such as \"/srv/work\": a root is never taken relative to a working folder".to_string(),
+                )),
+                SettingValue::Str(s) => match paths::canonical_root(s) {
+                    Ok(root) => {
+                        if !roots.contains(&root) {
+                            roots.push(root);
+                        }
+                        None
+                    }
+                    Err(why) => Some((
+                        format!("`{}` cannot be a root: {why}", s.escape_debug()),
+                        "write an absolute path such as \"/srv/work\"".to_string(),
+                    )),
+                },
+            };
+            if let Some((message, help)) = problem {
+                ok = false;
+                self.push(
+                    Diagnostic::error(self.source, codes::COMPILE_BAD_ROOTS, value.span, message)
+                        .with_label("not a root")
+                        .with_help(help),
+                );
+            }
+        }
+        ok.then(|| roots.into_boxed_slice())
     }
 
     fn trusted(&mut self, ast: &SettingAst, settings: &mut Settings) {

@@ -96,6 +96,10 @@ codes! {
         "the root of an `inside` or `escapes` test is not an absolute path that canonicalizes",
         fix: "write an absolute path such as \"/srv/sandbox\""
     }
+    COMPILE_BAD_ROOTS = "mcppol::compile::bad_roots" {
+        "a `roots` entry is not an absolute path that canonicalizes",
+        fix: "write absolute paths in quotes, such as \"/srv/work\""
+    }
     COMPILE_KIND_OUT_OF_SCOPE = "mcppol::compile::kind_out_of_scope" {
         "a `resource` or `prompt` rule in a policy whose `scope` leaves that kind out, so it never applies",
         fix: "add the kind to `scope`, or remove the rule"

@@ -95,6 +95,13 @@ pub struct Policy {
 }
 
 impl Policy {
+    /// The roots the policy pins (`roots "/srv/work", ...`), each an
+    /// absolute, canonical path; `None` when the policy does not set them,
+    /// and then a host's roots pass through unchanged.
+    pub fn roots(&self) -> Option<&[String]> {
+        self.settings.roots.as_deref()
+    }
+
     /// The rules of one effect, in file order.
     pub fn rules(&self, effect: Effect) -> &[Rule] {
         &self.lists[effect.index()].rules

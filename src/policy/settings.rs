@@ -43,6 +43,9 @@ pub struct Settings {
     pub pin_tools: bool,
     pub allow_new_tools: bool,
     pub trusted: Trusted,
+    /// `roots "/srv/work", ...`: the folders a server may be given, each
+    /// canonical; `None` when the policy does not set them.
+    pub roots: Option<Box<[String]>>,
 }
 
 impl Default for Settings {
@@ -56,6 +59,7 @@ impl Default for Settings {
             pin_tools: true,
             allow_new_tools: false,
             trusted: Trusted::None,
+            roots: None,
         }
     }
 }

@@ -91,6 +91,8 @@ keywords! {
         PinTools => "pin_tools",
         /// `allow_new_tools on|off`
         AllowNewTools => "allow_new_tools",
+        /// `roots "/srv/work", ...`: the folders a server may be given
+        Roots => "roots",
     }
 }
 

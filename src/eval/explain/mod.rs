@@ -61,6 +61,7 @@ impl<'p> Explainer<'p> {
             steps: ex.steps,
             not_considered,
             decision,
+            roots: self.settings.roots,
         }
     }
 }

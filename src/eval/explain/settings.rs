@@ -16,6 +16,7 @@ pub(super) struct SettingSpans {
     pub(super) pin_tools: Option<Span>,
     pub(super) scope: Option<Span>,
     pub(super) allow_new_tools: Option<Span>,
+    pub(super) roots: Option<Span>,
 }
 
 impl SettingSpans {
@@ -26,6 +27,7 @@ impl SettingSpans {
             pin_tools: None,
             scope: None,
             allow_new_tools: None,
+            roots: None,
         };
         let (file, _) = syntax::parse(&policy.source);
         let Some(ast) = file
@@ -55,6 +57,7 @@ impl SettingSpans {
                     Some(Setting::PinTools) => &mut spans.pin_tools,
                     Some(Setting::Scope) => &mut spans.scope,
                     Some(Setting::AllowNewTools) => &mut spans.allow_new_tools,
+                    Some(Setting::Roots) => &mut spans.roots,
                     // No step of the walk is decided by these.
                     Some(Setting::Trusted) | None => continue,
                 };

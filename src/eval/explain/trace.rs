@@ -96,4 +96,6 @@ pub struct Explanation {
     /// Rules not considered because the decision was made before them.
     pub not_considered: usize,
     pub decision: Decision,
+    /// Where the policy's `roots` setting is written, if it has one.
+    pub roots: Option<Span>,
 }
