@@ -168,6 +168,17 @@ fn corner_cases_parse_the_same() {
         "policy p { deny * when x default # c\n \"v\" }",
         "policy p { deny * when x default \"v\" }",
         "policy p { deny * when x and\n[1] }",
+        "policy p { deny * when tainted(by: [\"a\", \"b\"]) }",
+        "policy p { deny * when tainted(\"web\") }",
+        "policy p { deny * when tainted(by: [\"a\"], ignore: []) }",
+        "policy p { deny \"s\" ~ /x/i\n allow \"a\" }",
+        "policy p { deny * when args.n > 1e\n allow \"a\" }",
+        "policy p { deny * when args.n > 012 }",
+        "policy p { allow \"a\" if args.x\n ask \"b\" }",
+        "policy p { deny \"a\" when x unless y }",
+        "policy p { roots \"/srv\", \"/tmp\" }",
+        "policy p { deny \"a\u{202e}\" }",
+        "policy p { # c\r deny \"x\" }",
     ];
     for text in cases {
         assert!(same(text), "{text:?}");

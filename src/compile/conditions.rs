@@ -78,12 +78,21 @@ impl Compiler<'_> {
 
     fn test(&mut self, ast: &syntax::Cond) -> Option<Test> {
         match ast {
-            syntax::Cond::Tainted { ignore, .. } => Some(Test::Tainted {
-                ignore: ignore
-                    .iter()
-                    .map(|s| s.node.clone().into_boxed_str())
-                    .collect(),
-            }),
+            syntax::Cond::Tainted {
+                ignore,
+                by,
+                span: _,
+            } => {
+                let ids = |list: &[syntax::Spanned<String>]| -> Box<[Box<str>]> {
+                    list.iter()
+                        .map(|s| s.node.clone().into_boxed_str())
+                        .collect()
+                };
+                Some(Test::Tainted {
+                    ignore: ids(ignore),
+                    by: by.as_deref().map(ids),
+                })
+            }
             syntax::Cond::Exists { selector, .. } => {
                 let operand = self.value_operand(selector, Predicate::Exists.as_str())?;
                 if let Operand::Annotation(_) = operand {
@@ -235,6 +244,15 @@ impl Compiler<'_> {
                     Test::Escapes { operand, root }
                 })
             }
+            syntax::Cond::UnknownTest {
+                selector,
+                word,
+                value,
+                ..
+            } if TestWord::from_name(&word.node).is_some() => {
+                self.misused_test(selector, word, *value);
+                None
+            }
             syntax::Cond::UnknownTest { word, .. } => {
                 let help = match did_you_mean(&word.node, TestWord::names()) {
                     Some(t) => format!("did you mean `{t}`?"),
@@ -254,6 +272,76 @@ impl Compiler<'_> {
             }
             syntax::Cond::Or(..) | syntax::Cond::And(..) | syntax::Cond::Not(..) => None,
         }
+    }
+
+    /// A test word with a value of a form it does not take:
+    /// `args.path inside ["/srv", "/tmp"]`, `args.cmd matches "rm -rf"`.
+    fn misused_test(
+        &mut self,
+        selector: &SelectorAst,
+        word: &syntax::Spanned<String>,
+        value: Span,
+    ) {
+        let Some(test) = TestWord::from_name(&word.node) else {
+            return;
+        };
+        let sel = self.text(selector.span).to_string();
+        let written = self.text(value).to_string();
+        let parsed = serde_json::from_str::<Value>(&written).ok();
+        let given = match written.chars().next() {
+            Some('[') => "a list",
+            Some('/') => "a regex",
+            Some('"') => "a string",
+            _ => "a number",
+        };
+        let strings: Option<Vec<String>> = match &parsed {
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|v| v.as_str().map(|s| format!("{:?}", s)))
+                .collect(),
+            _ => None,
+        };
+        let help = match test {
+            TestWord::Inside | TestWord::Escapes => {
+                // Inside one of several roots is `or`; outside all is `and`.
+                let join = if test == TestWord::Inside {
+                    "or"
+                } else {
+                    "and"
+                };
+                match strings.filter(|s| !s.is_empty()) {
+                    Some(roots) => format!(
+                        "one root a test: `{}`",
+                        roots
+                            .iter()
+                            .map(|r| format!("{sel} {test} {r}"))
+                            .collect::<Vec<_>>()
+                            .join(&format!(" {join} "))
+                    ),
+                    None => format!("write one absolute path in quotes: `{sel} {test} \"/srv\"`"),
+                }
+            }
+            TestWord::Matches => match &parsed {
+                Some(Value::String(s)) => format!(
+                    "write a regex between slashes: `{sel} {test} /{}/`",
+                    // `regex::escape` also escapes `-`, which only a
+                    // class needs: dropped for readability.
+                    regex::escape(s).replace("\\-", "-").replace('/', "\\/")
+                ),
+                _ => format!("write a regex between slashes: `{sel} {test} /^prefix/`"),
+            },
+            TestWord::In => format!("write the values in brackets: `{sel} {test} [\"a\", \"b\"]`"),
+        };
+        self.push(
+            Diagnostic::error(
+                self.source,
+                codes::COMPILE_BAD_TEST,
+                value,
+                format!("`{test}` takes {}, not {given}", test.takes()),
+            )
+            .with_label(format!("{given} here"))
+            .with_help(help),
+        );
     }
 
     /// A selector that must give a value (not a host predicate).

@@ -59,6 +59,30 @@ codes! {
         "the file is larger than a policy file may be (8 MiB)",
         fix: "split the policies over several files"
     }
+    PARSE_HIDDEN_CHARACTER = "mcppol::parse::hidden_character" {
+        "an invisible, direction-changing or control character (`U+202E`, `U+200B`, ...) is in the text, strings and comments included: it can make a reviewer read something other than what decides",
+        fix: "delete it (an editor's \"show invisibles\" finds it); in a string write it as a `\\uXXXX` escape"
+    }
+    PARSE_LINE_SEPARATOR = "mcppol::parse::line_separator" {
+        "a lone carriage return, U+2028, U+2029, NEL, vertical tab or form feed outside a string: editors show a new line where the parser sees none",
+        fix: "end lines with a line feed (LF or CR LF)"
+    }
+    PARSE_BAD_NUMBER = "mcppol::parse::bad_number" {
+        "a number is not written as JSON writes numbers (`1e`, `012`, `1.e3`)",
+        fix: "write it as in JSON: `12`, `-3`, `1.5`, `1e6`"
+    }
+    PARSE_REGEX_FLAGS = "mcppol::parse::regex_flags" {
+        "letters after a regex's closing `/` (`/force/i`): flags are not written there",
+        fix: "put the flags inside the regex: `/(?i)force/`"
+    }
+    PARSE_MISPLACED_CLAUSE = "mcppol::parse::misplaced_clause" {
+        "a condition starts with `if`, `where` or `except`, or a rule has two of `when` and `unless`",
+        fix: "write one `when` (or `unless`), and join conditions with `and`, `or`, `not`"
+    }
+    PARSE_BAD_TAINTED = "mcppol::parse::bad_tainted" {
+        "`tainted(...)` has an argument it does not take (`tainted(\"web\")`)",
+        fix: "write `tainted`, `tainted(by: [\"id\", ...])` or `tainted(ignore: [\"id\", ...])`"
+    }
 
     COMPILE_DUPLICATE_POLICY = "mcppol::compile::duplicate_policy" {
         "two policies of one file have the same name",

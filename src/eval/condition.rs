@@ -331,12 +331,14 @@ pub(crate) fn eval_pred(pred: &Pred, facts: &Facts<'_>) -> Tri {
     let q = pred.quantifier;
     match &pred.test {
         Test::Annotation(key) => facts.annotation(*key).into(),
-        Test::Tainted { ignore } => {
+        Test::Tainted { ignore, by } => {
             let request = facts.request;
             request
                 .taint
                 .iter()
-                .any(|t| *t != request.server && !ignore.iter().any(|i| &**i == *t))
+                .any(|t| {
+                    crate::policy::condition::taint_counts(ignore, by.as_deref(), t, request.server)
+                })
                 .into()
         }
         Test::Host { predicate, .. } => match predicate {

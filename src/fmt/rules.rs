@@ -54,17 +54,31 @@ impl<'a> Fmt<'a> {
 
     fn leaf(&self, c: &Cond) -> String {
         match c {
-            Cond::Tainted { ignore, .. } if ignore.is_empty() => Predicate::Tainted.to_string(),
-            Cond::Tainted { ignore, .. } => format!(
-                "{}({}: [{}])",
-                Predicate::Tainted,
-                TaintedArg::Ignore,
-                ignore
-                    .iter()
-                    .map(|s| self.slice(s.span))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            Cond::Tainted {
+                ignore,
+                by,
+                span: _,
+            } => {
+                let list = |servers: &[crate::syntax::Spanned<String>]| {
+                    servers
+                        .iter()
+                        .map(|s| self.slice(s.span))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                match (by, ignore.is_empty()) {
+                    (Some(by), _) => {
+                        format!("{}({}: [{}])", Predicate::Tainted, TaintedArg::By, list(by))
+                    }
+                    (None, true) => Predicate::Tainted.to_string(),
+                    (None, false) => format!(
+                        "{}({}: [{}])",
+                        Predicate::Tainted,
+                        TaintedArg::Ignore,
+                        list(ignore)
+                    ),
+                }
+            }
             Cond::Exists { selector, .. } => {
                 format!("{} {}", Predicate::Exists, self.slice(selector.span))
             }

@@ -179,8 +179,11 @@ pub enum Cond {
     Or(Vec<Cond>, Span),
     And(Vec<Cond>, Span),
     Not(Box<Cond>, Span),
+    /// `tainted`, `tainted(ignore: [...])` or `tainted(by: [...])`.
     Tainted {
         ignore: Vec<Spanned<String>>,
+        /// `by: [...]`: only these servers' taint counts.
+        by: Option<Vec<Spanned<String>>>,
         span: Span,
     },
     Exists {
@@ -215,6 +218,8 @@ pub enum Cond {
     UnknownTest {
         selector: SelectorAst,
         word: Spanned<String>,
+        /// The value after the word.
+        value: Span,
         span: Span,
     },
 }

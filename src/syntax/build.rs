@@ -5,12 +5,52 @@ use pest::iterators::Pair;
 use serde_json::Value;
 
 use super::ast::*;
-use super::keywords::{KindWord, TestWord, Visibility};
+use super::keywords::{
+    Clause, KindWord, MistakenClause, Predicate, TaintedArg, TestWord, Visibility,
+};
 use super::Rule;
+use crate::diagnostics::codes;
 
-/// A problem found while turning pairs into nodes (the grammar accepted the
-/// text, but a value in it is out of range).
-pub(super) type BuildError = (Span, String);
+/// A problem found while turning pairs into nodes: the grammar accepted the
+/// text (it reads some mistakes loosely on purpose, to name them here), but
+/// a value in it cannot be used.
+#[derive(Debug)]
+pub(super) struct BuildError {
+    pub span: Span,
+    pub message: String,
+    pub code: &'static str,
+    pub label: &'static str,
+    pub help: String,
+}
+
+impl BuildError {
+    fn new(code: &'static str, span: Span, message: String, help: impl Into<String>) -> Self {
+        BuildError {
+            span,
+            message,
+            code,
+            label: "here",
+            help: help.into(),
+        }
+    }
+
+    fn label(mut self, label: &'static str) -> Self {
+        self.label = label;
+        self
+    }
+}
+
+/// The old form, a span and a message: a value out of range.
+impl From<(Span, String)> for BuildError {
+    fn from((span, message): (Span, String)) -> Self {
+        BuildError::new(
+            codes::PARSE_SYNTAX,
+            span,
+            message,
+            "the text has the right form but this value is out of range: correct it",
+        )
+    }
+}
 
 pub(super) struct Builder {
     pub base: usize,
@@ -31,6 +71,7 @@ impl Builder {
             self.span(pair),
             format!("`{}` is not in the keyword table", pair.as_str()),
         )
+            .into()
     }
 
     fn spanned_str(&self, pair: &Pair<'_, Rule>) -> Spanned<String> {
@@ -145,7 +186,13 @@ impl Builder {
                     kind_span = Some(self.span(&inner));
                 }
                 Rule::target => targets.push(self.target(inner)?),
-                Rule::condition_clause => condition = Some(self.condition_clause(inner)?),
+                Rule::condition_clause => {
+                    let clause = self.condition_clause(inner)?;
+                    if let Some(first) = &condition {
+                        return Err(self.second_clause(first, &clause));
+                    }
+                    condition = Some(clause);
+                }
                 _ => {}
             }
         }
@@ -172,13 +219,142 @@ impl Builder {
         match inner.next() {
             Some(regex) => Ok(TargetAst::Regex {
                 server: Spanned::new(pattern, self.span(&first)),
-                regex: Spanned::new(regex_source(regex.as_str()), self.span(&regex)),
+                regex: Spanned::new(self.regex(&regex)?, self.span(&regex)),
                 span,
             }),
             // The string's own span: the target's may run on over the
             // blanks pest skipped looking for a `~`.
             None => Ok(TargetAst::Pattern(Spanned::new(pattern, self.span(&first)))),
         }
+    }
+
+    /// A rule with a second `when` or `unless`.
+    fn second_clause(&self, first: &ConditionClause, second: &ConditionClause) -> BuildError {
+        let word = |c: &ConditionClause| {
+            if c.unless {
+                Clause::Unless
+            } else {
+                Clause::When
+            }
+        };
+        let (a, b) = (word(first), word(second));
+        let help = match (a, b) {
+            (Clause::When, Clause::Unless) => {
+                "join them into one condition: `when A and not (B)`".to_string()
+            }
+            (Clause::When, Clause::When) => {
+                "join them into one condition: `when A and B`".to_string()
+            }
+            (Clause::Unless, Clause::When) => {
+                "join them into one condition: `when B and not (A)`".to_string()
+            }
+            (Clause::Unless, Clause::Unless) => {
+                "join them into one condition: `unless A or B`".to_string()
+            }
+        };
+        BuildError::new(
+            codes::PARSE_MISPLACED_CLAUSE,
+            second.keyword,
+            format!("a rule has one condition, but `{b}` starts a second one after `{a}`"),
+            help,
+        )
+        .label("second condition")
+    }
+
+    /// `tainted`, `tainted(by: [...])` or `tainted(ignore: [...])`.
+    fn tainted(&self, pair: Pair<'_, Rule>) -> Result<Cond> {
+        let span = self.span(&pair);
+        let usage = format!(
+            "write `{0}`, `{0}({1}: [\"web\"])` (tainted by one of these servers) or `{0}({2}: [\"docs\"])` (by any server but these)",
+            Predicate::Tainted,
+            TaintedArg::By,
+            TaintedArg::Ignore
+        );
+        let bad = |at: Span, message: String| {
+            BuildError::new(codes::PARSE_BAD_TAINTED, at, message, usage.clone())
+        };
+        let mut ignore = Vec::new();
+        let mut by = None;
+        let mut seen = false;
+        for arg in pair
+            .into_inner()
+            .filter(|p| p.as_rule() == Rule::tainted_arg)
+        {
+            let arg_span = self.span(&arg);
+            if seen {
+                return Err(bad(
+                    arg_span,
+                    format!("`{}` takes one argument", Predicate::Tainted),
+                ));
+            }
+            seen = true;
+            let mut parts = arg.into_inner();
+            let (Some(first), value) = (parts.next(), parts.next()) else {
+                return Err(bad(arg_span, "an empty argument".to_string()));
+            };
+            let (name, value) = match (first.as_rule(), value) {
+                (Rule::ident, Some(value)) => (first, value),
+                (Rule::ident, None) => {
+                    return Err(bad(
+                        arg_span,
+                        format!("`{}({})` names no list", Predicate::Tainted, first.as_str()),
+                    ))
+                }
+                _ => {
+                    return Err(bad(
+                        arg_span,
+                        format!(
+                            "`{}` takes a named list, not `{}` alone",
+                            Predicate::Tainted,
+                            first.as_str()
+                        ),
+                    )
+                    .label("no name"))
+                }
+            };
+            let Some(which) = TaintedArg::from_name(name.as_str()) else {
+                return Err(bad(
+                    self.span(&name),
+                    format!(
+                        "`{}` takes no argument `{}`",
+                        Predicate::Tainted,
+                        name.as_str()
+                    ),
+                ));
+            };
+            let servers = self.string_list(&value).ok_or_else(|| {
+                bad(
+                    self.span(&value),
+                    format!("`{which}` takes a list of server ids as strings"),
+                )
+            })??;
+            match which {
+                TaintedArg::Ignore => ignore = servers,
+                TaintedArg::By => by = Some(servers),
+            }
+        }
+        Ok(Cond::Tainted { ignore, by, span })
+    }
+
+    /// A literal that is a list of strings: its strings, decoded; `None` if
+    /// it is another value.
+    fn string_list(&self, pair: &Pair<'_, Rule>) -> Option<Result<Vec<Spanned<String>>>> {
+        let inner = pair.clone().into_inner().next()?;
+        if inner.as_rule() != Rule::list {
+            return None;
+        }
+        let mut out = Vec::new();
+        for item in inner.into_inner() {
+            let value = item.clone().into_inner().next()?;
+            if value.as_rule() != Rule::string {
+                return None;
+            }
+            out.push(match self.string(&value) {
+                Ok(s) => Spanned::new(s, self.span(&value)),
+                Err(e) => return Some(Err(e)),
+            });
+        }
+        Some(Ok(out))
     }
 
     fn condition_clause(&self, pair: Pair<'_, Rule>) -> Result<ConditionClause> {
@@ -192,6 +368,18 @@ impl Builder {
                 Rule::kw_unless => {
                     unless = true;
                     keyword = self.span(&inner);
+                }
+                Rule::mistaken_clause => {
+                    let word = MistakenClause::from_name(inner.as_str())
+                        .ok_or_else(|| self.unknown_word(&inner))?;
+                    let meant = word.meant();
+                    return Err(BuildError::new(
+                        codes::PARSE_MISPLACED_CLAUSE,
+                        self.span(&inner),
+                        format!("a condition starts with `{meant}`, not `{word}`"),
+                        format!("write `{meant}` instead of `{word}`"),
+                    )
+                    .label("not a keyword"));
                 }
                 Rule::condition => condition = Some(self.condition(inner)?),
                 _ => {}
@@ -218,7 +406,9 @@ impl Builder {
             }
         }
         match (parts.len(), is_or) {
-            (1, _) => parts.pop().ok_or((span, "empty condition".to_string())),
+            (1, _) => parts
+                .pop()
+                .ok_or_else(|| (span, "empty condition".to_string()).into()),
             (_, true) => Ok(Cond::Or(parts, span)),
             (_, false) => Ok(Cond::And(parts, span)),
         }
@@ -254,18 +444,7 @@ impl Builder {
                     .ok_or((span, "empty parentheses".to_string()))?;
                 self.condition(inner)
             }
-            Rule::tainted => {
-                let mut ignore = Vec::new();
-                for list in pair
-                    .into_inner()
-                    .filter(|p| p.as_rule() == Rule::string_list)
-                {
-                    for s in list.into_inner() {
-                        ignore.push(Spanned::new(self.string(&s)?, self.span(&s)));
-                    }
-                }
-                Ok(Cond::Tainted { ignore, span })
-            }
+            Rule::tainted => self.tainted(pair),
             Rule::exists_test => {
                 let selector = pair
                     .into_inner()
@@ -277,7 +456,7 @@ impl Builder {
                 })
             }
             Rule::test => self.test(pair),
-            _ => Err((span, "a condition is missing".to_string())),
+            _ => Err((span, "a condition is missing".to_string()).into()),
         }
     }
 
@@ -292,14 +471,14 @@ impl Builder {
             return Ok(Cond::Bare(selector));
         };
         if test.as_rule() == Rule::unknown_test {
-            let word = test
-                .into_inner()
-                .find(|p| p.as_rule() == Rule::ident)
-                .map(|w| self.spanned_str(&w))
-                .ok_or((span, "incomplete test".to_string()))?;
+            let mut parts = test.into_inner();
+            let (Some(word), Some(value)) = (parts.next(), parts.next()) else {
+                return Err((span, "incomplete test".to_string()).into());
+            };
             return Ok(Cond::UnknownTest {
                 selector,
-                word,
+                word: self.spanned_str(&word),
+                value: self.span(&value),
                 span,
             });
         }
@@ -328,7 +507,7 @@ impl Builder {
                     }),
                     TestWord::Matches => Ok(Cond::Matches {
                         selector,
-                        regex: Spanned::new(regex_source(value.as_str()), self.span(&value)),
+                        regex: Spanned::new(self.regex(&value)?, self.span(&value)),
                         span,
                     }),
                     TestWord::Inside | TestWord::Escapes => Ok(Cond::Path {
@@ -339,7 +518,7 @@ impl Builder {
                     }),
                 }
             }
-            _ => Err((span, "incomplete test".to_string())),
+            _ => Err((span, "incomplete test".to_string()).into()),
         }
     }
 
@@ -386,8 +565,7 @@ impl Builder {
         };
         match inner.as_rule() {
             Rule::string => Ok(Value::String(self.string(&inner)?)),
-            Rule::number => serde_json::from_str(inner.as_str())
-                .map_err(|e| (span, format!("bad number `{}`: {e}", inner.as_str()))),
+            Rule::number => self.number(&inner),
             Rule::kw_true => Ok(Value::Bool(true)),
             Rule::kw_false => Ok(Value::Bool(false)),
             Rule::kw_null => Ok(Value::Null),
@@ -406,7 +584,7 @@ impl Builder {
                 }
                 Ok(Value::Object(map))
             }
-            _ => Err((span, "a value is missing".to_string())),
+            _ => Err((span, "a value is missing".to_string()).into()),
         }
     }
 
@@ -423,7 +601,61 @@ impl Builder {
             return Ok(body.to_string());
         }
         serde_json::from_str::<String>(literal)
-            .map_err(|e| (self.span(pair), format!("bad string: {e}")))
+            .map_err(|e| (self.span(pair), format!("bad string: {e}")).into())
+    }
+
+    /// A number token, read loosely by the grammar, checked as JSON.
+    fn number(&self, pair: &Pair<'_, Rule>) -> Result<Value> {
+        let text = pair.as_str();
+        let span = self.span(pair);
+        let json_form = text.strip_prefix('-').unwrap_or(text);
+        let well_formed = {
+            let digits = json_form.split(['.', 'e', 'E']).next().unwrap_or("");
+            !(digits.len() > 1 && digits.starts_with('0'))
+        };
+        match serde_json::from_str::<Value>(text) {
+            Ok(value @ Value::Number(_)) if well_formed => Ok(value),
+            Ok(_) | Err(_) => {
+                let why = match serde_json::from_str::<Value>(text) {
+                    Err(e) if e.to_string().contains("out of range") => {
+                        " (it is too large)".to_string()
+                    }
+                    _ => String::new(),
+                };
+                Err(BuildError::new(
+                    codes::PARSE_BAD_NUMBER,
+                    span,
+                    format!("`{text}` is not a number{why}"),
+                    "write numbers as JSON does: `12`, `-3`, `1.5`, `1e6` (no leading zeros, digits on both sides of `.` and after `e`)",
+                )
+                .label("not a number"))
+            }
+        }
+    }
+
+    /// A regex literal's source, or the error for flags after its closing
+    /// `/` (`/force/i`).
+    fn regex(&self, pair: &Pair<'_, Rule>) -> Result<String> {
+        let literal = pair.as_str();
+        let close = literal.rfind('/').unwrap_or(literal.len());
+        let flags = &literal[(close + 1).min(literal.len())..];
+        if flags.is_empty() {
+            return Ok(regex_source(literal));
+        }
+        let body = &literal[..close + 1];
+        let inner = body
+            .strip_prefix('/')
+            .and_then(|b| b.strip_suffix('/'))
+            .unwrap_or(body);
+        let span = self.span(pair);
+        let flags_at = Span::new(span.start + close + 1, span.end);
+        Err(BuildError::new(
+            codes::PARSE_REGEX_FLAGS,
+            flags_at,
+            format!("flags after a regex are not read: `{flags}` follows `{body}`"),
+            format!("put them inside, at the start: `/(?{flags}){inner}/`"),
+        )
+        .label("flags go inside"))
     }
 }
 

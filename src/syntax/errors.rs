@@ -36,7 +36,8 @@ fn rule_name(grammar_rule: Rule) -> Option<&'static str> {
         | Rule::test
         | Rule::unknown_test
         | Rule::selector => "a condition",
-        Rule::tainted | Rule::kw_tainted => "`tainted`",
+        Rule::tainted | Rule::kw_tainted | Rule::tainted_arg => "`tainted`",
+        Rule::mistaken_clause => "`when` or `unless`",
         Rule::exists_test | Rule::kw_exists => "`exists`",
         Rule::comparison | Rule::compare_op => "a comparison (`==`, `!=`, `<`, ...)",
         Rule::membership | Rule::kw_in => "`in`",
@@ -70,7 +71,8 @@ fn rule_name(grammar_rule: Rule) -> Option<&'static str> {
         | Rule::string_escape
         | Rule::regex_char
         | Rule::regex_char_or_slash
-        | Rule::ident_char => return None,
+        | Rule::ident_char
+        | Rule::number_char => return None,
     })
 }
 

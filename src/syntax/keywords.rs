@@ -193,8 +193,30 @@ keywords! {
 keywords! {
     /// The named arguments of `tainted(...)`.
     TaintedArg {
+        /// `by: [...]`: only taint from these servers counts.
+        By => "by",
         /// `ignore: [...]`: taint from these servers does not count.
         Ignore => "ignore",
+    }
+}
+
+keywords! {
+    /// Words people write where a condition starts, for `when` or
+    /// `unless`: read so that the message can name the word meant.
+    MistakenClause {
+        If => "if",
+        Where => "where",
+        Except => "except",
+    }
+}
+
+impl MistakenClause {
+    /// The clause keyword this word stands for.
+    pub fn meant(self) -> Clause {
+        match self {
+            MistakenClause::If | MistakenClause::Where => Clause::When,
+            MistakenClause::Except => Clause::Unless,
+        }
     }
 }
 
@@ -251,6 +273,7 @@ pub fn all_words() -> Vec<&'static str> {
         .chain(Visibility::names())
         .chain(KindWord::names())
         .chain(Clause::names())
+        .chain(MistakenClause::names())
         .chain(Logic::names())
         .chain(TestWord::names())
         .chain(Predicate::names())
@@ -301,6 +324,7 @@ mod tests {
             .chain(ScopeKind::names())
             .chain(TrustedWord::names())
             .chain(Selector::names())
+            .chain(TaintedArg::names())
             .filter(|w| !grammar.iter().any(|g| g == w))
             .collect();
         for word in &table {

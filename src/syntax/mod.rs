@@ -4,6 +4,7 @@
 mod ast;
 mod build;
 mod errors;
+mod hidden;
 pub mod keywords;
 pub(crate) mod lex;
 mod parser;
@@ -22,8 +23,14 @@ pub struct Grammar;
 /// item-by-item driver that recovers after an error. Not part of the API.
 #[doc(hidden)]
 pub mod differential {
-    /// The one pass: `None` unless the text is well formed and builds.
+    /// The one pass: `None` unless the text is well formed, builds and
+    /// holds no hidden character (which the driver refuses before either
+    /// way runs).
     pub fn whole(text: &str) -> Option<super::File> {
+        let source = crate::diagnostics::SourceFile::new("t.mcppol", text);
+        if !super::hidden::check(&source).is_empty() {
+            return None;
+        }
         super::parser::pest_whole_file(text)
     }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use pest::Parser as _;
 
 use super::ast::*;
-use super::build::Builder;
+use super::build::{BuildError, Builder};
 use super::errors::{error_offset, syntax_error, SYNTAX};
 use super::scan::{next_line_start, skip_blank, too_deep, word_at};
 use super::{Grammar, Rule};
@@ -18,8 +18,12 @@ pub const MAX_FILE_BYTES: usize = 8 * 1024 * 1024;
 /// Brackets (`(`, `[`, `{`) may nest this deep.
 pub const MAX_NESTING: usize = 64;
 
-/// Advice for a value the grammar accepts but that cannot be used.
-const BUILD_HELP: &str = "the text has the right form but this value is out of range: correct it";
+/// A builder's error as a diagnostic.
+fn build_error(source: &Arc<SourceFile>, e: BuildError) -> Diagnostic {
+    Diagnostic::error(source, e.code, e.span, e.message)
+        .with_label(e.label)
+        .with_help(e.help)
+}
 
 /// Whether `word` begins an item (or closes the policy): where the parser
 /// resumes after an error.
@@ -124,6 +128,10 @@ impl Driver<'_> {
             );
             return file;
         }
+        // What a reviewer sees must be what is parsed: hidden characters
+        // and line breaks the grammar does not see are refused, and the
+        // rest of the file is still read for its other errors.
+        self.diagnostics.extend(super::hidden::check(self.source));
         if let Some(span) = too_deep(self.text, MAX_NESTING) {
             self.diagnostics.push(
                 Diagnostic::error(
@@ -276,12 +284,8 @@ impl Driver<'_> {
                 end
             }
             Ok(None) => end,
-            Err((span, message)) => {
-                self.diagnostics.push(
-                    Diagnostic::error(self.source, SYNTAX, span, message)
-                        .with_label("here")
-                        .with_help(BUILD_HELP),
-                );
+            Err(e) => {
+                self.diagnostics.push(build_error(self.source, e));
                 end
             }
         }
@@ -326,11 +330,7 @@ impl Driver<'_> {
                     let end = builder.span(&pair).end;
                     match builder.visibility_entry(pair) {
                         Ok(entry) => entries.push(entry),
-                        Err((span, message)) => self.diagnostics.push(
-                            Diagnostic::error(self.source, SYNTAX, span, message)
-                                .with_label("here")
-                                .with_help(BUILD_HELP),
-                        ),
+                        Err(e) => self.diagnostics.push(build_error(self.source, e)),
                     }
                     at = end;
                 }

@@ -77,7 +77,7 @@ impl<'a, 'r> Walk<'a, 'r> {
         let request = self.request;
         match &pred.test {
             Test::Annotation(key) => self.annotation_saw(*key, facts),
-            Test::Tainted { ignore } => {
+            Test::Tainted { ignore, by } => {
                 let taint: Vec<&str> = request.taint.to_vec();
                 if taint.is_empty() {
                     return "no taint given: the call is untainted".into();
@@ -85,10 +85,24 @@ impl<'a, 'r> Walk<'a, 'r> {
                 let counted: Vec<&str> = taint
                     .iter()
                     .copied()
-                    .filter(|t| *t != request.server && !ignore.iter().any(|i| &**i == *t))
+                    .filter(|t| {
+                        crate::policy::condition::taint_counts(
+                            ignore,
+                            by.as_deref(),
+                            t,
+                            request.server,
+                        )
+                    })
                     .collect();
+                let only = match by {
+                    Some(by) => format!(
+                        "; only [{}] count",
+                        by.iter().map(|s| &**s).collect::<Vec<_>>().join(", ")
+                    ),
+                    None => String::new(),
+                };
                 format!(
-                    "taint is [{}]; the tool's own server `{}`{} does not count; counted: [{}]",
+                    "taint is [{}]; the tool's own server `{}`{} does not count{only}; counted: [{}]",
                     taint.join(", "),
                     request.server,
                     if ignore.is_empty() {
