@@ -397,21 +397,29 @@ impl Builder {
     fn condition(&self, pair: Pair<'_, Rule>) -> Result<Cond> {
         let span = self.span(&pair);
         let is_or = pair.as_rule() == Rule::condition;
-        let mut parts = Vec::new();
-        for inner in pair.into_inner() {
-            match inner.as_rule() {
-                Rule::conjunction => parts.push(self.condition(inner)?),
-                Rule::negation => parts.push(self.negation(inner)?),
-                _ => {}
-            }
+        let mut terms = pair
+            .into_inner()
+            .filter(|p| matches!(p.as_rule(), Rule::conjunction | Rule::negation));
+        let term = |p: Pair<'_, Rule>| match p.as_rule() {
+            Rule::conjunction => self.condition(p),
+            _ => self.negation(p),
+        };
+        let first = terms
+            .next()
+            .ok_or_else(|| BuildError::from((span, "empty condition".to_string())))?;
+        let Some(second) = terms.next() else {
+            // One term, the common case: no list to build.
+            return term(first);
+        };
+        let mut parts = vec![term(first)?, term(second)?];
+        for p in terms {
+            parts.push(term(p)?);
         }
-        match (parts.len(), is_or) {
-            (1, _) => parts
-                .pop()
-                .ok_or_else(|| (span, "empty condition".to_string()).into()),
-            (_, true) => Ok(Cond::Or(parts, span)),
-            (_, false) => Ok(Cond::And(parts, span)),
-        }
+        Ok(if is_or {
+            Cond::Or(parts, span)
+        } else {
+            Cond::And(parts, span)
+        })
     }
 
     /// `not* primary`. `not not X` means `X` (also for a failed predicate),

@@ -64,7 +64,6 @@ fn rule_name(grammar_rule: Rule) -> Option<&'static str> {
         | Rule::setting_word
         | Rule::reserved_item_word
         | Rule::WHITESPACE
-        | Rule::COMMENT
         | Rule::not_newline
         | Rule::primary
         | Rule::string_char
