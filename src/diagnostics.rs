@@ -26,6 +26,11 @@ pub struct SourceFile {
     /// Byte offsets where lines start, built on first use, so that placing
     /// many diagnostics in a large file does not rescan it each time.
     line_starts: OnceLock<Vec<usize>>,
+    /// The text as snippets show it: hidden, bidi and control characters
+    /// replaced by visible ones of the same length (`None` when there are
+    /// none), so that a diagnostic about a `U+202E` is not itself reordered
+    /// on screen.
+    shown: OnceLock<Option<String>>,
 }
 
 impl SourceFile {
@@ -34,6 +39,7 @@ impl SourceFile {
             name: name.into(),
             text: text.into(),
             line_starts: OnceLock::new(),
+            shown: OnceLock::new(),
         })
     }
 
@@ -67,9 +73,12 @@ impl SourceCode for SourceFile {
         context_lines_before: usize,
         context_lines_after: usize,
     ) -> Result<Box<dyn SpanContents<'a> + 'a>, MietteError> {
-        let inner = self
-            .text
-            .read_span(span, context_lines_before, context_lines_after)?;
+        let shown = self
+            .shown
+            .get_or_init(|| crate::syntax::shown_text(&self.text))
+            .as_deref()
+            .unwrap_or(&self.text);
+        let inner = shown.read_span(span, context_lines_before, context_lines_after)?;
         Ok(Box::new(MietteSpanContents::new_named(
             self.name.clone(),
             inner.data(),

@@ -156,6 +156,32 @@ fn plainly_clean(text: &str) -> bool {
     })
 }
 
+/// The text with every hidden, bidi or control character and every line
+/// break the parser does not see replaced by a visible character of the
+/// same UTF-8 length (`?`, `¿`, `�`, `�?`), for diagnostic snippets: spans
+/// stay valid and nothing on screen is reordered. `None` if there is none.
+pub(crate) fn shown_text(text: &str) -> Option<String> {
+    if plainly_clean(text) {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        let crlf = c == '\r' && chars.peek() == Some(&'\n');
+        if !crlf && (shown_as_line_break(c) || is_hidden(c)) {
+            out.push_str(match c.len_utf8() {
+                1 => "?",
+                2 => "\u{BF}",
+                3 => "\u{FFFD}",
+                _ => "\u{FFFD}?",
+            });
+        } else {
+            out.push(c);
+        }
+    }
+    Some(out)
+}
+
 /// Every such character in the text, as diagnostics.
 pub(super) fn check(source: &Arc<SourceFile>) -> Vec<Diagnostic> {
     let text = source.text.as_str();
@@ -343,6 +369,15 @@ mod tests {
             d[0].message
         );
         assert_eq!(d[0].span, Span::new(18, 21));
+    }
+
+    #[test]
+    fn snippets_show_hidden_characters_visibly_at_the_same_offsets() {
+        assert_eq!(shown_text("policy p {}\r\n"), None);
+        let text = "a\u{202E}b\u{E0041}c\u{AD}d\re\r\n";
+        let shown = shown_text(text).unwrap();
+        assert_eq!(shown, "a\u{FFFD}b\u{FFFD}?c\u{BF}d?e\r\n");
+        assert_eq!(shown.len(), text.len());
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod parser;
 mod scan;
 
 pub use ast::*;
+pub(crate) use hidden::shown_text;
 pub use parser::{parse, MAX_FILE_BYTES, MAX_NESTING};
 
 /// The pest parser generated from `grammar/mcppol.pest`.
