@@ -16,6 +16,10 @@ use miette::{
 
 use crate::syntax::Span;
 
+// The store's codes are used only with the `store` feature.
+#[cfg_attr(not(feature = "store"), allow(dead_code))]
+pub mod codes;
+
 /// The text of one policy file and the name it is reported under.
 #[derive(Debug)]
 pub struct SourceFile {
@@ -26,6 +30,11 @@ pub struct SourceFile {
     /// Byte offsets where lines start, built on first use, so that placing
     /// many diagnostics in a large file does not rescan it each time.
     line_starts: OnceLock<Vec<usize>>,
+    /// The text as snippets show it: hidden, bidi and control characters
+    /// replaced by visible ones of the same length (`None` when there are
+    /// none), so that a diagnostic about a `U+202E` is not itself reordered
+    /// on screen.
+    shown: OnceLock<Option<String>>,
 }
 
 impl SourceFile {
@@ -35,6 +44,7 @@ impl SourceFile {
             name: name.into(),
             text: text.into(),
             line_starts: OnceLock::new(),
+            shown: OnceLock::new(),
         })
     }
 
@@ -101,8 +111,16 @@ impl SourceCode for SourceFile {
         let end = (span.offset() + span.len()).min(self.text.len());
         let (first_line, from, window) =
             self.window(start, end, context_lines_before, context_lines_after);
+        // Hidden, bidi and control characters drawn visibly, at the same
+        // byte length (so the window's offsets hold in it too).
+        let shown = self
+            .shown
+            .get_or_init(|| crate::syntax::shown_text(&self.text))
+            .as_deref()
+            .and_then(|shown| shown.get(from..from + window.len()))
+            .unwrap_or(window);
         let local = SourceSpan::new((start - from).into(), end - start);
-        let inner = window.read_span(&local, context_lines_before, context_lines_after)?;
+        let inner = shown.read_span(&local, context_lines_before, context_lines_after)?;
         Ok(Box::new(MietteSpanContents::new_named(
             self.name.clone(),
             inner.data(),

@@ -29,6 +29,10 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 #![deny(missing_docs)]
 
+// The pest parser is generated without its `std` feature (so without its
+// per-call stack probe, see `syntax`): its code names `alloc`.
+extern crate alloc;
+
 // Every module is private: what a host uses is re-exported below, so an
 // internal rename is never a breaking change.
 #[cfg(feature = "cli")]
@@ -57,6 +61,8 @@ pub mod pipeline;
 mod policy;
 #[cfg(feature = "store")]
 mod store;
+// Not API: reachable from outside only through the hidden `__private`.
+#[allow(missing_docs)]
 mod syntax;
 #[cfg(feature = "cli")]
 mod testing;
@@ -76,6 +82,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 pub use compile::{LoadOptions, REGEX_BUDGET, REGEX_SIZE_LIMIT};
+pub use diagnostics::codes::{
+    lookup as diagnostic_code, Code as DiagnosticCode, ALL as DIAGNOSTIC_CODES,
+};
 pub use diagnostics::{render_all, Diagnostic, LoadError, Severity, SourceFile};
 pub use eval::explain::{ExplainStep, Explanation, Note, Outcome, Stage};
 pub use eval::{Decision, Reason, Request, Source, Tri, Verdict};
@@ -91,11 +100,15 @@ pub use store::{
 };
 pub use syntax::{Span, TargetKind, MAX_FILE_BYTES};
 
-/// Internals that the parser's differential tests (`tests/fast_parser.rs`)
-/// compare: not part of the API. It goes with the second parser.
+/// Internals that the parser's tests (`tests/parser.rs`,
+/// `tests/editor_grammar.rs`) compare against the grammar: the AST, the
+/// keyword table and the parse entry points. Not part of the API; hidden
+/// because those tests check the grammar through them and cannot through
+/// the public surface.
 #[doc(hidden)]
+#[allow(missing_docs)]
 pub mod __private {
-    pub use crate::syntax::differential;
+    pub use crate::syntax::{differential, keywords, parse, File, Item};
 }
 
 /// The command line, for the `mcppol` binary only: not part of the API.
@@ -129,7 +142,7 @@ impl PolicySet {
             let source = SourceFile::new(origin.clone(), String::new());
             LoadError::new(vec![Diagnostic::error(
                 &source,
-                "mcppol::io",
+                crate::diagnostics::codes::IO_READ,
                 syntax::Span::default(),
                 message,
             )

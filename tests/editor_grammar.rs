@@ -101,20 +101,23 @@ fn every_keyword_of_the_pest_grammar_is_highlighted() {
             "{must} not read from the pest grammar"
         );
     }
-    for word in words.iter().map(String::as_str).chain([
-        "default",
-        "scope",
-        "trusted",
-        "pin_tools",
-        "allow_new_tools",
-        "principal",
-    ]) {
+    // The pest grammar's words and every word of the keyword table (the
+    // setting values and selector roots are read by the compiler, so the
+    // grammar does not spell them all).
+    for word in words
+        .iter()
+        .map(String::as_str)
+        .chain(mcppol::__private::keywords::all_words())
+    {
         let covered = pats.iter().any(|(re, _)| {
             re.find_iter(word)
                 .any(|m| m.start() == 0 && m.end() == word.len())
-                || re
-                    .captures(&format!("{word} x"))
-                    .is_some_and(|c| c.iter().flatten().any(|m| m.as_str() == word))
+                || [format!("{word} x"), format!("{word}.x")]
+                    .iter()
+                    .any(|sample| {
+                        re.captures(sample)
+                            .is_some_and(|c| c.iter().flatten().any(|m| m.as_str() == word))
+                    })
         });
         assert!(covered, "keyword `{word}` is not highlighted");
     }

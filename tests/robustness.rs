@@ -156,7 +156,7 @@ fn invalid_utf8_and_binary_files_are_errors() {
     let path = dir.path().join("bin.mcppol");
     std::fs::write(&path, [0xff, 0xfe, 0x00, 0x41]).unwrap();
     let err = PolicySet::from_file(&path, &Default::default()).unwrap_err();
-    assert_eq!(err.diagnostics[0].code, "mcppol::io");
+    assert_eq!(err.diagnostics[0].code, "mcppol::io::read");
 }
 
 proptest! {

@@ -66,7 +66,7 @@ pub fn check_file_with(
             let source = SourceFile::new(origin, String::new());
             return vec![Diagnostic::error(
                 &source,
-                "mcppol::io",
+                crate::diagnostics::codes::IO_READ,
                 syntax::Span::default(),
                 message,
             )];

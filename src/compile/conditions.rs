@@ -1,15 +1,15 @@
 //! Conditions: selectors resolved, literals checked, regexes compiled, host
 //! predicates looked up, and each predicate's quantifier fixed by polarity.
 
+use crate::diagnostics::codes;
 use serde_json::Value;
 
 use super::Compiler;
 use crate::diagnostics::{did_you_mean, Diagnostic};
 use crate::paths;
 use crate::policy::{AnnotationKey, Cond, Operand, Pred, Quantifier, Step, Test};
+use crate::syntax::keywords::{Predicate, Selector, TestWord};
 use crate::syntax::{self, CompareOp, Effect, SelectorAst, Span};
-
-const ROOTS: [&str; 5] = ["args", "principal", "assigns", "annotation", "host"];
 
 /// Where a predicate stands: in which kind of rule, under how many `not`s.
 #[derive(Clone, Copy)]
@@ -78,19 +78,28 @@ impl Compiler<'_> {
 
     fn test(&mut self, ast: &syntax::Cond) -> Option<Test> {
         match ast {
-            syntax::Cond::Tainted { ignore, .. } => Some(Test::Tainted {
-                ignore: ignore
-                    .iter()
-                    .map(|s| s.node.clone().into_boxed_str())
-                    .collect(),
-            }),
+            syntax::Cond::Tainted {
+                ignore,
+                by,
+                span: _,
+            } => {
+                let ids = |list: &[syntax::Spanned<String>]| -> Box<[Box<str>]> {
+                    list.iter()
+                        .map(|s| s.node.clone().into_boxed_str())
+                        .collect()
+                };
+                Some(Test::Tainted {
+                    ignore: ids(ignore),
+                    by: by.as_deref().map(ids),
+                })
+            }
             syntax::Cond::Exists { selector, .. } => {
-                let operand = self.value_operand(selector, "exists")?;
+                let operand = self.value_operand(selector, Predicate::Exists.as_str())?;
                 if let Operand::Annotation(_) = operand {
                     self.push(
                         Diagnostic::error(
                             self.source,
-                            "mcppol::compile::bad_test",
+                            codes::COMPILE_BAD_TEST,
                             selector.span,
                             "annotations always have a value",
                         )
@@ -109,7 +118,7 @@ impl Compiler<'_> {
                     self.push(
                         Diagnostic::error(
                             self.source,
-                            "mcppol::compile::bare_selector",
+                            codes::COMPILE_BARE_SELECTOR,
                             selector.span,
                             format!("`{text}` alone is not a condition"),
                         )
@@ -133,7 +142,7 @@ impl Compiler<'_> {
                     self.push(
                         Diagnostic::error(
                             self.source,
-                            "mcppol::compile::ordering_needs_number",
+                            codes::COMPILE_ORDERING_NEEDS_NUMBER,
                             value.span,
                             format!("`{}` compares numbers only", op.node.as_str()),
                         )
@@ -149,7 +158,7 @@ impl Compiler<'_> {
                         self.push(
                             Diagnostic::error(
                                 self.source,
-                                "mcppol::compile::bad_test",
+                                codes::COMPILE_BAD_TEST,
                                 value.span,
                                 format!("`annotation.{}` is true or false", key.name()),
                             )
@@ -169,12 +178,12 @@ impl Compiler<'_> {
                 })
             }
             syntax::Cond::In { selector, list, .. } => {
-                let operand = self.value_operand(selector, "in")?;
+                let operand = self.value_operand(selector, TestWord::In.as_str())?;
                 let Value::Array(items) = &list.node else {
                     self.push(
                         Diagnostic::error(
                             self.source,
-                            "mcppol::compile::in_needs_list",
+                            codes::COMPILE_IN_NEEDS_LIST,
                             list.span,
                             "`in` needs a list",
                         )
@@ -193,7 +202,7 @@ impl Compiler<'_> {
             syntax::Cond::Matches {
                 selector, regex, ..
             } => {
-                let operand = self.value_operand(selector, "matches");
+                let operand = self.value_operand(selector, TestWord::Matches.as_str());
                 let regex = self.regex(&regex.node, regex.span);
                 Some(Test::Matches {
                     operand: operand?,
@@ -206,15 +215,19 @@ impl Compiler<'_> {
                 root,
                 ..
             } => {
-                let operand =
-                    self.value_operand(selector, if *inside { "inside" } else { "escapes" });
+                let word = if *inside {
+                    TestWord::Inside
+                } else {
+                    TestWord::Escapes
+                };
+                let operand = self.value_operand(selector, word.as_str());
                 let canonical = match paths::canonical_root(&root.node) {
                     Ok(r) => Some(r),
                     Err(why) => {
                         self.push(
                             Diagnostic::error(
                                 self.source,
-                                "mcppol::compile::bad_root",
+                                codes::COMPILE_BAD_ROOT,
                                 root.span,
                                 format!("`{}` cannot be a root: {why}", root.node.escape_debug()),
                             )
@@ -231,16 +244,24 @@ impl Compiler<'_> {
                     Test::Escapes { operand, root }
                 })
             }
+            syntax::Cond::UnknownTest {
+                selector,
+                word,
+                value,
+                ..
+            } if TestWord::from_name(&word.node).is_some() => {
+                self.misused_test(selector, word, *value);
+                None
+            }
             syntax::Cond::UnknownTest { word, .. } => {
-                let tests = ["inside", "escapes", "matches", "in"];
-                let help = match did_you_mean(&word.node, tests) {
+                let help = match did_you_mean(&word.node, TestWord::names()) {
                     Some(t) => format!("did you mean `{t}`?"),
                     None => "the tests are `==`, `!=`, `<`, `<=`, `>`, `>=`, `in`, `matches`, `inside` and `escapes`".to_string(),
                 };
                 self.push(
                     Diagnostic::error(
                         self.source,
-                        "mcppol::compile::unknown_test",
+                        codes::COMPILE_UNKNOWN_TEST,
                         word.span,
                         format!("unknown test `{}`", word.node),
                     )
@@ -253,6 +274,76 @@ impl Compiler<'_> {
         }
     }
 
+    /// A test word with a value of a form it does not take:
+    /// `args.path inside ["/srv", "/tmp"]`, `args.cmd matches "rm -rf"`.
+    fn misused_test(
+        &mut self,
+        selector: &SelectorAst,
+        word: &syntax::Spanned<String>,
+        value: Span,
+    ) {
+        let Some(test) = TestWord::from_name(&word.node) else {
+            return;
+        };
+        let sel = self.text(selector.span).to_string();
+        let written = self.text(value).to_string();
+        let parsed = serde_json::from_str::<Value>(&written).ok();
+        let given = match written.chars().next() {
+            Some('[') => "a list",
+            Some('/') => "a regex",
+            Some('"') => "a string",
+            _ => "a number",
+        };
+        let strings: Option<Vec<String>> = match &parsed {
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|v| v.as_str().map(|s| format!("{:?}", s)))
+                .collect(),
+            _ => None,
+        };
+        let help = match test {
+            TestWord::Inside | TestWord::Escapes => {
+                // Inside one of several roots is `or`; outside all is `and`.
+                let join = if test == TestWord::Inside {
+                    "or"
+                } else {
+                    "and"
+                };
+                match strings.filter(|s| !s.is_empty()) {
+                    Some(roots) => format!(
+                        "one root a test: `{}`",
+                        roots
+                            .iter()
+                            .map(|r| format!("{sel} {test} {r}"))
+                            .collect::<Vec<_>>()
+                            .join(&format!(" {join} "))
+                    ),
+                    None => format!("write one absolute path in quotes: `{sel} {test} \"/srv\"`"),
+                }
+            }
+            TestWord::Matches => match &parsed {
+                Some(Value::String(s)) => format!(
+                    "write a regex between slashes: `{sel} {test} /{}/`",
+                    // `regex::escape` also escapes `-`, which only a
+                    // class needs: dropped for readability.
+                    regex::escape(s).replace("\\-", "-").replace('/', "\\/")
+                ),
+                _ => format!("write a regex between slashes: `{sel} {test} /^prefix/`"),
+            },
+            TestWord::In => format!("write the values in brackets: `{sel} {test} [\"a\", \"b\"]`"),
+        };
+        self.push(
+            Diagnostic::error(
+                self.source,
+                codes::COMPILE_BAD_TEST,
+                value,
+                format!("`{test}` takes {}, not {given}", test.takes()),
+            )
+            .with_label(format!("{given} here"))
+            .with_help(help),
+        );
+    }
+
     /// A selector that must give a value (not a host predicate).
     fn value_operand(&mut self, selector: &SelectorAst, test: &str) -> Option<Operand> {
         match self.selector(selector)? {
@@ -261,7 +352,7 @@ impl Compiler<'_> {
                 self.push(
                     Diagnostic::error(
                         self.source,
-                        "mcppol::compile::bad_test",
+                        codes::COMPILE_BAD_TEST,
                         span,
                         format!("`host.{name}` is a predicate and takes no `{test}`"),
                     )
@@ -274,7 +365,7 @@ impl Compiler<'_> {
     }
 
     fn selector(&mut self, selector: &SelectorAst) -> Option<Resolved> {
-        let root = selector.root.node.as_str();
+        let root_word = selector.root.node.as_str();
         let steps = || -> Box<[Step]> {
             selector
                 .steps
@@ -285,15 +376,39 @@ impl Compiler<'_> {
                 })
                 .collect()
         };
+        let Some(root) = Selector::from_name(root_word) else {
+            let help = match did_you_mean(root_word, Selector::names()) {
+                Some(k) => format!("did you mean `{k}`?"),
+                None => format!(
+                    "a condition reads {}, or tests `{}`",
+                    Selector::names()
+                        .map(|r| format!("`{r}`"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    Predicate::Tainted
+                ),
+            };
+            self.push(
+                Diagnostic::error(
+                    self.source,
+                    codes::COMPILE_UNKNOWN_SELECTOR,
+                    selector.root.span,
+                    format!("unknown name `{root_word}` in a condition"),
+                )
+                .with_label("unknown")
+                .with_help(help),
+            );
+            return None;
+        };
         match root {
-            "args" => Some(Resolved::Operand(Operand::Args(steps()))),
-            "assigns" => Some(Resolved::Operand(Operand::Assigns(steps()))),
-            "principal" => {
+            Selector::Args => Some(Resolved::Operand(Operand::Args(steps()))),
+            Selector::Assigns => Some(Resolved::Operand(Operand::Assigns(steps()))),
+            Selector::Principal => {
                 if let Some(step) = selector.steps.first() {
                     self.push(
                         Diagnostic::error(
                             self.source,
-                            "mcppol::compile::bad_selector",
+                            codes::COMPILE_BAD_SELECTOR,
                             step.span,
                             "`principal` is a string and has no fields",
                         )
@@ -304,7 +419,7 @@ impl Compiler<'_> {
                 }
                 Some(Resolved::Operand(Operand::Principal))
             }
-            "annotation" | "host" => {
+            Selector::Annotation | Selector::Host => {
                 let key = match selector.steps.as_slice() {
                     [one] => match &one.node {
                         syntax::Step::Key(k) => Some((k.as_str(), one.span)),
@@ -316,12 +431,12 @@ impl Compiler<'_> {
                     self.push(
                         Diagnostic::error(
                             self.source,
-                            "mcppol::compile::bad_selector",
+                            codes::COMPILE_BAD_SELECTOR,
                             selector.span,
                             format!("`{root}` needs one name after it"),
                         )
                         .with_label("expected one name")
-                        .with_help(if root == "host" {
+                        .with_help(if root == Selector::Host {
                             "write `host.NAME` with the name the host registered"
                         } else {
                             "write `annotation.read_only`, `destructive`, `open_world` or `idempotent`"
@@ -330,31 +445,11 @@ impl Compiler<'_> {
                     return None;
                 };
                 let key_span = Span::new(key_span.start + 1, key_span.end);
-                if root == "host" {
+                if root == Selector::Host {
                     return Some(Resolved::Host(key.to_string(), key_span));
                 }
                 self.annotation_key(key, key_span)
                     .map(|k| Resolved::Operand(Operand::Annotation(k)))
-            }
-            _ => {
-                let help = match did_you_mean(root, ROOTS) {
-                    Some(k) => format!("did you mean `{k}`?"),
-                    None => format!(
-                        "a condition reads {}, or tests `tainted`",
-                        ROOTS.map(|r| format!("`{r}`")).join(", ")
-                    ),
-                };
-                self.push(
-                    Diagnostic::error(
-                        self.source,
-                        "mcppol::compile::unknown_selector",
-                        selector.root.span,
-                        format!("unknown name `{root}` in a condition"),
-                    )
-                    .with_label("unknown")
-                    .with_help(help),
-                );
-                None
             }
         }
     }
@@ -378,7 +473,7 @@ impl Compiler<'_> {
         self.push(
             Diagnostic::error(
                 self.source,
-                "mcppol::compile::unknown_annotation",
+                codes::COMPILE_UNKNOWN_ANNOTATION,
                 span,
                 format!("unknown annotation `{key}`"),
             )
@@ -411,7 +506,7 @@ impl Compiler<'_> {
                     self.push(
                         Diagnostic::error(
                             self.source,
-                            "mcppol::compile::unknown_host_predicate",
+                            codes::COMPILE_UNKNOWN_HOST_PREDICATE,
                             span,
                             format!("no host predicate `{name}`"),
                         )

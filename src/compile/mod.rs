@@ -5,6 +5,7 @@ mod conditions;
 mod settings;
 mod targets;
 
+use crate::diagnostics::codes;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -61,7 +62,7 @@ pub fn compile(
             compiler.push(
                 Diagnostic::error(
                     source,
-                    "mcppol::compile::duplicate_policy",
+                    codes::COMPILE_DUPLICATE_POLICY,
                     ast.name.span,
                     format!("policy `{}` is defined twice in this file", ast.name.node),
                 )
@@ -120,7 +121,7 @@ impl Compiler<'_> {
                         self.push(
                             Diagnostic::error(
                                 self.source,
-                                "mcppol::compile::duplicate_tools_block",
+                                codes::COMPILE_DUPLICATE_TOOLS_BLOCK,
                                 block.span,
                                 "a policy has one `tools {}` block",
                             )
@@ -138,7 +139,7 @@ impl Compiler<'_> {
                             self.push(
                                 Diagnostic::error(
                                     self.source,
-                                    "mcppol::compile::duplicate_rule_id",
+                                    codes::COMPILE_DUPLICATE_RULE_ID,
                                     id.span,
                                     format!("rule id `{}` is used twice", id.node),
                                 )
@@ -200,7 +201,7 @@ impl Compiler<'_> {
             self.push(
                 Diagnostic::error(
                     self.source,
-                    "mcppol::compile::kind_out_of_scope",
+                    codes::COMPILE_KIND_OUT_OF_SCOPE,
                     span,
                     format!("a {} rule in a policy whose scope lacks `{word}`", rule.kind.as_str()),
                 )
@@ -281,13 +282,16 @@ impl Compiler<'_> {
 /// Where the settings an explanation cites are written (the first of each:
 /// a repeat is an error).
 fn setting_spans(asts: &[&SettingAst]) -> SettingSpans {
+    use crate::syntax::keywords::Setting;
     let mut spans = SettingSpans::default();
     for ast in asts {
-        let slot = match ast.name.node.as_str() {
-            "default" => &mut spans.default,
-            "pin_tools" => &mut spans.pin_tools,
-            "scope" => &mut spans.scope,
-            _ => continue,
+        let slot = match crate::syntax::keywords::Setting::from_name(&ast.name.node) {
+            Some(Setting::Default) => &mut spans.default,
+            Some(Setting::PinTools) => &mut spans.pin_tools,
+            Some(Setting::Scope) => &mut spans.scope,
+            Some(Setting::Roots) => &mut spans.roots,
+            // No step of an explanation is decided by these.
+            Some(Setting::Trusted | Setting::AllowNewTools) | None => continue,
         };
         slot.get_or_insert(ast.span);
     }

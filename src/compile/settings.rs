@@ -1,31 +1,40 @@
 //! Settings: names, values and repeats checked; the defaults filled in.
 
+use crate::diagnostics::codes;
 use std::collections::HashSet;
 
 use super::Compiler;
 use crate::diagnostics::{did_you_mean, Diagnostic};
-use crate::policy::{DefaultDecision, Settings, Trusted, SETTING_NAMES};
+use crate::paths;
+use crate::policy::{DefaultDecision, Settings, Trusted};
+use crate::syntax::keywords::{
+    Block, DefaultValue, Effect, ScopeKind, Setting, Switch, TrustedWord,
+};
 use crate::syntax::{SettingAst, SettingValue, Spanned};
 
-const KEYWORDS: [&str; 4] = ["deny", "ask", "allow", "tools"];
+/// The words a misspelt setting may have meant instead: the rule keywords
+/// and `tools`.
+fn item_keywords() -> impl Iterator<Item = &'static str> + Clone {
+    Effect::names().chain([Block::Tools.as_str()])
+}
 
 impl Compiler<'_> {
     /// Applies every setting of a policy; reports each bad one.
     pub(super) fn settings(&mut self, asts: &[&SettingAst]) -> Settings {
         let mut settings = Settings::default();
-        let mut seen: Vec<(&str, &SettingAst)> = Vec::new();
+        let mut seen: Vec<(Setting, &SettingAst)> = Vec::new();
         for ast in asts {
             let name = ast.name.node.as_str();
-            if !SETTING_NAMES.contains(&name) {
+            let Some(setting) = Setting::from_name(name) else {
                 self.unknown_setting(ast);
                 continue;
-            }
-            if let Some((_, first)) = seen.iter().find(|(n, _)| *n == name) {
+            };
+            if let Some((_, first)) = seen.iter().find(|(n, _)| *n == setting) {
                 let (line, _) = self.source.line_col(first.span.start);
                 self.push(
                     Diagnostic::error(
                         self.source,
-                        "mcppol::compile::duplicate_setting",
+                        codes::COMPILE_DUPLICATE_SETTING,
                         ast.name.span,
                         format!("`{name}` is set twice in this policy"),
                     )
@@ -34,29 +43,31 @@ impl Compiler<'_> {
                 );
                 continue;
             }
-            seen.push((name, ast));
-            match name {
-                "default" => {
-                    if let Some(v) = self.one_word(ast, &["ask", "deny"]) {
-                        settings.default = if v == "deny" {
-                            DefaultDecision::Deny
-                        } else {
-                            DefaultDecision::Ask
+            seen.push((setting, ast));
+            match setting {
+                Setting::Default => {
+                    if let Some(v) =
+                        self.one_word(ast, DefaultValue::from_name, DefaultValue::names())
+                    {
+                        settings.default = match v {
+                            DefaultValue::Deny => DefaultDecision::Deny,
+                            DefaultValue::Ask => DefaultDecision::Ask,
                         };
                     }
                 }
-                "pin_tools" => {
-                    if let Some(v) = self.one_word(ast, &["on", "off"]) {
-                        settings.pin_tools = v == "on";
+                Setting::PinTools => {
+                    if let Some(v) = self.one_word(ast, Switch::from_name, Switch::names()) {
+                        settings.pin_tools = v == Switch::On;
                     }
                 }
-                "allow_new_tools" => {
-                    if let Some(v) = self.one_word(ast, &["on", "off"]) {
-                        settings.allow_new_tools = v == "on";
+                Setting::AllowNewTools => {
+                    if let Some(v) = self.one_word(ast, Switch::from_name, Switch::names()) {
+                        settings.allow_new_tools = v == Switch::On;
                     }
                 }
-                "scope" => self.scope(ast, &mut settings),
-                _ => self.trusted(ast, &mut settings),
+                Setting::Scope => self.scope(ast, &mut settings),
+                Setting::Trusted => self.trusted(ast, &mut settings),
+                Setting::Roots => settings.roots = self.roots(ast),
             }
         }
         settings
@@ -64,11 +75,11 @@ impl Compiler<'_> {
 
     fn unknown_setting(&mut self, ast: &SettingAst) {
         let name = ast.name.node.as_str();
-        let known = SETTING_NAMES.iter().chain(KEYWORDS.iter()).copied();
+        let known = Setting::names().chain(item_keywords());
         let diagnostic = match did_you_mean(name, known) {
-            Some(k) if KEYWORDS.contains(&k) => Diagnostic::error(
+            Some(k) if item_keywords().any(|w| w == k) => Diagnostic::error(
                 self.source,
-                "mcppol::compile::unknown_keyword",
+                codes::COMPILE_UNKNOWN_KEYWORD,
                 ast.name.span,
                 format!("unknown keyword `{name}`"),
             )
@@ -76,7 +87,7 @@ impl Compiler<'_> {
             .with_help(format!("did you mean `{k}`?")),
             Some(k) => Diagnostic::error(
                 self.source,
-                "mcppol::compile::unknown_setting",
+                codes::COMPILE_UNKNOWN_SETTING,
                 ast.name.span,
                 format!("unknown setting `{name}`"),
             )
@@ -84,34 +95,42 @@ impl Compiler<'_> {
             .with_help(format!("did you mean `{k}`?")),
             None => Diagnostic::error(
                 self.source,
-                "mcppol::compile::unknown_setting",
+                codes::COMPILE_UNKNOWN_SETTING,
                 ast.name.span,
                 format!("unknown setting `{name}`"),
             )
             .with_label("not a rule or setting")
             .with_help(format!(
                 "a policy holds rules (`deny`, `ask`, `allow`), a `tools {{}}` block and the settings {}",
-                SETTING_NAMES.map(|s| format!("`{s}`")).join(", ")
+                Setting::names()
+                    .map(|s| format!("`{s}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )),
         };
         self.push(diagnostic);
     }
 
-    fn bad_value(&mut self, setting: &str, value: &Spanned<SettingValue>, allowed: &[&str]) {
+    fn bad_value(
+        &mut self,
+        setting: &str,
+        value: &Spanned<SettingValue>,
+        allowed: impl Iterator<Item = &'static str> + Clone,
+    ) {
         let text = value.node.text();
         let list = allowed
-            .iter()
+            .clone()
             .map(|a| format!("`{a}`"))
             .collect::<Vec<_>>()
             .join(", ");
-        let help = match did_you_mean(text, allowed.iter().copied()) {
+        let help = match did_you_mean(text, allowed) {
             Some(k) => format!("did you mean `{k}`? `{setting}` takes {list}"),
             None => format!("`{setting}` takes {list}"),
         };
         self.push(
             Diagnostic::error(
                 self.source,
-                "mcppol::compile::bad_setting_value",
+                codes::COMPILE_BAD_SETTING_VALUE,
                 value.span,
                 format!("`{text}` is not a value of `{setting}`"),
             )
@@ -120,28 +139,33 @@ impl Compiler<'_> {
         );
     }
 
-    /// A setting that takes exactly one bare word from `allowed`.
-    fn one_word<'s>(&mut self, ast: &'s SettingAst, allowed: &[&str]) -> Option<&'s str> {
+    /// A setting that takes exactly one bare word of a keyword group.
+    fn one_word<K>(
+        &mut self,
+        ast: &SettingAst,
+        parse: impl Fn(&str) -> Option<K>,
+        allowed: impl Iterator<Item = &'static str> + Clone,
+    ) -> Option<K> {
         let name = ast.name.node.as_str();
         if let Some(extra) = ast.values.get(1) {
             self.push(
                 Diagnostic::error(
                     self.source,
-                    "mcppol::compile::bad_setting_value",
+                    codes::COMPILE_BAD_SETTING_VALUE,
                     extra.span,
                     format!("`{name}` takes one value"),
                 )
                 .with_label("extra value")
                 .with_help(format!(
                     "remove it: `{name}` takes one of {}",
-                    allowed.join(", ")
+                    allowed.collect::<Vec<_>>().join(", ")
                 )),
             );
             return None;
         }
         let value = ast.values.first()?;
         match &value.node {
-            SettingValue::Word(w) if allowed.contains(&w.as_str()) => Some(w.as_str()),
+            SettingValue::Word(w) if parse(w).is_some() => parse(w),
             _ => {
                 self.bad_value(name, value, allowed);
                 None
@@ -150,22 +174,22 @@ impl Compiler<'_> {
     }
 
     fn scope(&mut self, ast: &SettingAst, settings: &mut Settings) {
-        const KINDS: [&str; 3] = ["tools", "resources", "prompts"];
         let mut seen = HashSet::new();
         let mut tools = false;
         for value in &ast.values {
-            let word = match &value.node {
-                SettingValue::Word(w) if KINDS.contains(&w.as_str()) => w.as_str(),
-                _ => {
-                    self.bad_value("scope", value, &KINDS);
-                    return;
-                }
+            let kind = match &value.node {
+                SettingValue::Word(w) => ScopeKind::from_name(w),
+                SettingValue::Str(_) => None,
+            };
+            let Some(word) = kind else {
+                self.bad_value(Setting::Scope.as_str(), value, ScopeKind::names());
+                return;
             };
             if !seen.insert(word) {
                 self.push(
                     Diagnostic::error(
                         self.source,
-                        "mcppol::compile::bad_setting_value",
+                        codes::COMPILE_BAD_SETTING_VALUE,
                         value.span,
                         format!("`{word}` is named twice in `scope`"),
                     )
@@ -175,16 +199,16 @@ impl Compiler<'_> {
                 return;
             }
             match word {
-                "tools" => tools = true,
-                "resources" => settings.scope.resources = true,
-                _ => settings.scope.prompts = true,
+                ScopeKind::Tools => tools = true,
+                ScopeKind::Resources => settings.scope.resources = true,
+                ScopeKind::Prompts => settings.scope.prompts = true,
             }
         }
         if !tools {
             self.push(
                 Diagnostic::error(
                     self.source,
-                    "mcppol::compile::scope_without_tools",
+                    codes::COMPILE_SCOPE_WITHOUT_TOOLS,
                     ast.span,
                     "`scope` must include `tools`",
                 )
@@ -194,9 +218,49 @@ impl Compiler<'_> {
         }
     }
 
+    /// `roots "/srv/work", ...`: absolute paths, canonicalized as path
+    /// roots are; `None` (with an error each) if any is not.
+    fn roots(&mut self, ast: &SettingAst) -> Option<Box<[String]>> {
+        let mut roots: Vec<String> = Vec::new();
+        let mut ok = true;
+        for value in &ast.values {
+            let problem = match &value.node {
+                SettingValue::Word(w) => Some((
+                    format!("`{w}` is not a value of `roots`"),
+                    format!("roots are absolute paths in quotes: `roots \"/srv/{w}\"`"),
+                )),
+                SettingValue::Str(s) if !s.starts_with('/') => Some((
+                    format!("root `{}` is not an absolute path", s.escape_debug()),
+                    "write the whole path from `/`, such as \"/srv/work\": a root is never taken relative to a working folder".to_string(),
+                )),
+                SettingValue::Str(s) => match paths::canonical_root(s) {
+                    Ok(root) => {
+                        if !roots.contains(&root) {
+                            roots.push(root);
+                        }
+                        None
+                    }
+                    Err(why) => Some((
+                        format!("`{}` cannot be a root: {why}", s.escape_debug()),
+                        "write an absolute path such as \"/srv/work\"".to_string(),
+                    )),
+                },
+            };
+            if let Some((message, help)) = problem {
+                ok = false;
+                self.push(
+                    Diagnostic::error(self.source, codes::COMPILE_BAD_ROOTS, value.span, message)
+                        .with_label("not a root")
+                        .with_help(help),
+                );
+            }
+        }
+        ok.then(|| roots.into_boxed_slice())
+    }
+
     fn trusted(&mut self, ast: &SettingAst, settings: &mut Settings) {
         if let [only] = ast.values.as_slice() {
-            if only.node == SettingValue::Word("all".into()) {
+            if only.node == SettingValue::Word(TrustedWord::All.as_str().into()) {
                 settings.trusted = Trusted::All;
                 return;
             }
@@ -208,7 +272,7 @@ impl Compiler<'_> {
                     servers.insert(s.clone().into_boxed_str());
                 }
                 SettingValue::Word(w) => {
-                    let help = if w == "all" {
+                    let help = if TrustedWord::from_name(w).is_some() {
                         "`all` stands alone: write `trusted all`, or list server ids".to_string()
                     } else {
                         format!("server ids are strings: write `\"{w}\"`")
@@ -216,7 +280,7 @@ impl Compiler<'_> {
                     self.push(
                         Diagnostic::error(
                             self.source,
-                            "mcppol::compile::bad_setting_value",
+                            codes::COMPILE_BAD_SETTING_VALUE,
                             value.span,
                             format!("`{w}` is not a value of `trusted`"),
                         )

@@ -1,6 +1,8 @@
 //! Targets and regexes: patterns split into segments, folded for loose
 //! lists, regexes compiled with size limits.
 
+use crate::diagnostics::codes;
+
 use super::Compiler;
 use crate::diagnostics::Diagnostic;
 use crate::policy::glob::Glob;
@@ -57,7 +59,7 @@ impl Compiler<'_> {
                 self.push(
                     Diagnostic::error(
                         self.source,
-                        "mcppol::compile::regex_too_big",
+                        codes::COMPILE_REGEX_TOO_BIG,
                         span,
                         format!("this regex compiles to more than {limit} bytes"),
                     )
@@ -78,7 +80,7 @@ impl Compiler<'_> {
                 self.push(
                     Diagnostic::error(
                         self.source,
-                        "mcppol::compile::invalid_regex",
+                        codes::COMPILE_INVALID_REGEX,
                         span,
                         format!("invalid regex: {last}"),
                     )

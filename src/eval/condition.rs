@@ -429,22 +429,18 @@ fn compare(leaf: Leaf<'_>, op: CompareOp, value: &Value) -> Tri {
     }
 }
 
-/// Whether a server in a request's taint counts for `tainted`: not the
-/// tool's own server, nor one the predicate ignores.
-pub(crate) fn counts_as_taint(taint: &str, server: &str, ignore: &[Box<str>]) -> bool {
-    taint != server && !ignore.iter().any(|i| &**i == taint)
-}
-
 pub(crate) fn eval_pred<S: Sink>(pred: &Pred, facts: &Facts<'_>, sink: &mut S) -> Tri {
     let q = pred.quantifier;
     match &pred.test {
         Test::Annotation(key) => facts.annotation(*key).into(),
-        Test::Tainted { ignore } => {
+        Test::Tainted { ignore, by } => {
             let request = facts.request;
             request
                 .taint
                 .iter()
-                .any(|t| counts_as_taint(t, request.server, ignore))
+                .any(|t| {
+                    crate::policy::condition::taint_counts(ignore, by.as_deref(), t, request.server)
+                })
                 .into()
         }
         Test::Host { predicate, .. } => {

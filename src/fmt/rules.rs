@@ -1,6 +1,7 @@
 //! The text of one item: targets, conditions (wrapped to the width) and
 //! whole rules.
 
+use crate::syntax::keywords::{Clause, KindWord, Logic, Predicate, TaintedArg, TestWord};
 use crate::syntax::{Cond, RuleAst, Span, TargetAst, TargetKind};
 
 use super::comments::{collapse_blanks, normalize_literal};
@@ -26,15 +27,17 @@ impl<'a> Fmt<'a> {
                     _ => self.cond(p),
                 })
                 .collect::<Vec<_>>()
-                .join(" or "),
+                .join(&format!(" {} ", Logic::Or)),
             Cond::And(parts, _) => parts
                 .iter()
                 .map(|p| self.operand(p))
                 .collect::<Vec<_>>()
-                .join(" and "),
+                .join(&format!(" {} ", Logic::And)),
             Cond::Not(inner, _) => match &**inner {
-                Cond::Bare(_) | Cond::Tainted { .. } => format!("not {}", self.cond(inner)),
-                _ => format!("not ({})", self.cond(inner)),
+                Cond::Bare(_) | Cond::Tainted { .. } => {
+                    format!("{} {}", Logic::Not, self.cond(inner))
+                }
+                _ => format!("{} ({})", Logic::Not, self.cond(inner)),
             },
             _ => self.leaf(c),
         }
@@ -49,19 +52,36 @@ impl<'a> Fmt<'a> {
         }
     }
 
-    #[allow(unreachable_patterns)]
     fn leaf(&self, c: &Cond) -> String {
         match c {
-            Cond::Tainted { ignore, .. } if ignore.is_empty() => "tainted".into(),
-            Cond::Tainted { ignore, .. } => format!(
-                "tainted(ignore: [{}])",
-                ignore
-                    .iter()
-                    .map(|s| self.slice(s.span))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            Cond::Exists { selector, .. } => format!("exists {}", self.slice(selector.span)),
+            Cond::Tainted {
+                ignore,
+                by,
+                span: _,
+            } => {
+                let list = |servers: &[crate::syntax::Spanned<String>]| {
+                    servers
+                        .iter()
+                        .map(|s| self.slice(s.span))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                match (by, ignore.is_empty()) {
+                    (Some(by), _) => {
+                        format!("{}({}: [{}])", Predicate::Tainted, TaintedArg::By, list(by))
+                    }
+                    (None, true) => Predicate::Tainted.to_string(),
+                    (None, false) => format!(
+                        "{}({}: [{}])",
+                        Predicate::Tainted,
+                        TaintedArg::Ignore,
+                        list(ignore)
+                    ),
+                }
+            }
+            Cond::Exists { selector, .. } => {
+                format!("{} {}", Predicate::Exists, self.slice(selector.span))
+            }
             Cond::Bare(selector) => self.slice(selector.span).to_string(),
             Cond::Compare {
                 selector,
@@ -75,15 +95,17 @@ impl<'a> Fmt<'a> {
                 normalize_literal(self.slice(value.span))
             ),
             Cond::In { selector, list, .. } => format!(
-                "{} in {}",
+                "{} {} {}",
                 self.slice(selector.span),
+                TestWord::In,
                 normalize_literal(self.slice(list.span))
             ),
             Cond::Matches {
                 selector, regex, ..
             } => format!(
-                "{} matches {}",
+                "{} {} {}",
                 self.slice(selector.span),
+                TestWord::Matches,
                 self.slice(regex.span)
             ),
             Cond::Path {
@@ -94,12 +116,17 @@ impl<'a> Fmt<'a> {
             } => format!(
                 "{} {} {}",
                 self.slice(selector.span),
-                if *inside { "inside" } else { "escapes" },
+                if *inside {
+                    TestWord::Inside
+                } else {
+                    TestWord::Escapes
+                },
                 self.slice(root.span)
             ),
-            // Anything else (a form only kept to be reported): as written,
-            // spacing normalized.
-            other => {
+            // A form only kept to be reported (the compiler refuses it, so
+            // `fmt` never writes it back), and the connectives `cond`
+            // handles before calling this: as written, spacing normalized.
+            other @ (Cond::UnknownTest { .. } | Cond::Or(..) | Cond::And(..) | Cond::Not(..)) => {
                 let span = Span::new(other.span().start, self.trim_end(other.span()));
                 collapse_blanks(self.slice(span))
             }
@@ -136,13 +163,17 @@ impl<'a> Fmt<'a> {
         }
         match rule.kind {
             TargetKind::Tool => {}
-            TargetKind::Resource => head.push_str(" resource"),
-            TargetKind::Prompt => head.push_str(" prompt"),
+            TargetKind::Resource => head.push_str(&format!(" {}", KindWord::Resource)),
+            TargetKind::Prompt => head.push_str(&format!(" {}", KindWord::Prompt)),
         }
         let targets: Vec<String> = rule.targets.iter().map(|t| self.target(t)).collect();
         let clause = rule.condition.as_ref().map(|c| {
             (
-                if c.unless { "unless" } else { "when" },
+                if c.unless {
+                    Clause::Unless.as_str()
+                } else {
+                    Clause::When.as_str()
+                },
                 &c.condition,
                 self.cond(&c.condition),
             )
@@ -163,15 +194,15 @@ impl<'a> Fmt<'a> {
         if let Some((kw, cond, text)) = clause {
             let line = format!("{}{kw} {text}", " ".repeat(cont));
             let (op, parts) = match cond {
-                Cond::Or(parts, _) => ("or", parts),
-                Cond::And(parts, _) => ("and", parts),
+                Cond::Or(parts, _) => (Logic::Or.as_str(), parts),
+                Cond::And(parts, _) => (Logic::And.as_str(), parts),
                 _ => ("", &Vec::new()),
             };
             if line.len() <= WIDTH || parts.is_empty() {
                 lines.push(line);
             } else {
                 for (i, part) in parts.iter().enumerate() {
-                    let part = if op == "or" {
+                    let part = if op == Logic::Or.as_str() {
                         match part {
                             Cond::Or(..) => format!("({})", self.cond(part)),
                             _ => self.cond(part),

@@ -124,11 +124,29 @@ pub enum Test {
         operand: Operand,
         root: Box<str>,
     },
+    /// Some server other than the called tool's own, and not ignored
+    /// (and, with `by`, one of those), has output in the context.
     Tainted {
         ignore: Box<[Box<str>]>,
+        /// `tainted(by: [...])`: only these servers' taint counts.
+        by: Option<Box<[Box<str>]>>,
     },
     Host {
         name: Box<str>,
         predicate: Option<HostFn>,
     },
+}
+
+/// Whether taint from `taint` counts for a `tainted` test on a call to a
+/// tool of `server`: never the server's own, never an ignored one, and with
+/// `by`, only one of those.
+pub fn taint_counts(
+    ignore: &[Box<str>],
+    by: Option<&[Box<str>]>,
+    taint: &str,
+    server: &str,
+) -> bool {
+    taint != server
+        && !ignore.iter().any(|i| &**i == taint)
+        && by.is_none_or(|by| by.iter().any(|b| &**b == taint))
 }

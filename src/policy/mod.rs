@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 pub use compiled_regex::{CompiledRegex, RegexError};
 pub use condition::{AnnotationKey, Cond, Operand, Pred, Quantifier, Step, Test};
-pub use settings::{DefaultDecision, Scope, Settings, Trusted, SETTING_NAMES};
+pub use settings::{DefaultDecision, Scope, Settings, Trusted};
 pub use target_index::{Hits, IndexedTarget, NameMatcher, TargetIndex};
 
 use crate::diagnostics::SourceFile;
@@ -118,6 +118,7 @@ pub(crate) struct SettingSpans {
     pub default: Option<Span>,
     pub pin_tools: Option<Span>,
     pub scope: Option<Span>,
+    pub roots: Option<Span>,
 }
 
 /// A compiled policy.
@@ -151,6 +152,13 @@ impl Policy {
     /// The file it was compiled from.
     pub fn source(&self) -> &Arc<SourceFile> {
         &self.source
+    }
+
+    /// The roots the policy pins (`roots "/srv/work", ...`), each an
+    /// absolute, canonical path; `None` when the policy does not set them,
+    /// and then a host's roots pass through unchanged.
+    pub fn roots(&self) -> Option<&[String]> {
+        self.settings.roots.as_deref()
     }
 
     pub(crate) fn list(&self, effect: Effect) -> &RuleList {

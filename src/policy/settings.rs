@@ -59,6 +59,9 @@ pub struct Settings {
     pub allow_new_tools: bool,
     /// `trusted ...` (none if not written).
     pub trusted: Trusted,
+    /// `roots "/srv/work", ...`: the folders a server may be given, each
+    /// canonical; `None` when the policy does not set them.
+    pub roots: Option<Box<[String]>>,
 }
 
 impl Default for Settings {
@@ -72,15 +75,7 @@ impl Default for Settings {
             pin_tools: true,
             allow_new_tools: false,
             trusted: Trusted::None,
+            roots: None,
         }
     }
 }
-
-/// The names of every setting, for suggestions.
-pub const SETTING_NAMES: [&str; 5] = [
-    "default",
-    "scope",
-    "trusted",
-    "pin_tools",
-    "allow_new_tools",
-];

@@ -5,6 +5,8 @@
 
 use serde_json::Value;
 
+pub use super::keywords::{CompareOp, Effect};
+
 /// A byte range in the source text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Span {
@@ -108,28 +110,6 @@ pub struct VisibilityEntry {
     pub span: Span,
 }
 
-/// `deny`, `ask` or `allow`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Effect {
-    Deny,
-    Ask,
-    Allow,
-}
-
-impl Effect {
-    pub const ALL: [Effect; 3] = [Effect::Deny, Effect::Ask, Effect::Allow];
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Effect::Deny => "deny",
-            Effect::Ask => "ask",
-            Effect::Allow => "allow",
-        }
-    }
-    pub(crate) fn index(self) -> usize {
-        self as usize
-    }
-}
-
 /// What a rule's targets name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TargetKind {
@@ -209,8 +189,11 @@ pub enum Cond {
     Or(Vec<Cond>, Span),
     And(Vec<Cond>, Span),
     Not(Box<Cond>, Span),
+    /// `tainted`, `tainted(ignore: [...])` or `tainted(by: [...])`.
     Tainted {
         ignore: Vec<Spanned<String>>,
+        /// `by: [...]`: only these servers' taint counts.
+        by: Option<Vec<Spanned<String>>>,
         span: Span,
     },
     Exists {
@@ -245,6 +228,8 @@ pub enum Cond {
     UnknownTest {
         selector: SelectorAst,
         word: Spanned<String>,
+        /// The value after the word.
+        value: Span,
         span: Span,
     },
 }
@@ -261,30 +246,6 @@ impl Cond {
             | Cond::Path { span, .. }
             | Cond::UnknownTest { span, .. } => *span,
             Cond::Bare(sel) => sel.span,
-        }
-    }
-}
-
-/// `==`, `!=`, `<`, `<=`, `>`, `>=`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CompareOp {
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-}
-
-impl CompareOp {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CompareOp::Eq => "==",
-            CompareOp::Ne => "!=",
-            CompareOp::Lt => "<",
-            CompareOp::Le => "<=",
-            CompareOp::Gt => ">",
-            CompareOp::Ge => ">=",
         }
     }
 }

@@ -5,11 +5,52 @@ use pest::iterators::Pair;
 use serde_json::Value;
 
 use super::ast::*;
+use super::keywords::{
+    Clause, KindWord, MistakenClause, Predicate, TaintedArg, TestWord, Visibility,
+};
 use super::Rule;
+use crate::diagnostics::codes;
 
-/// A problem found while turning pairs into nodes (the grammar accepted the
-/// text, but a value in it is out of range).
-pub(super) type BuildError = (Span, String);
+/// A problem found while turning pairs into nodes: the grammar accepted the
+/// text (it reads some mistakes loosely on purpose, to name them here), but
+/// a value in it cannot be used.
+#[derive(Debug)]
+pub(super) struct BuildError {
+    pub span: Span,
+    pub message: String,
+    pub code: &'static str,
+    pub label: &'static str,
+    pub help: String,
+}
+
+impl BuildError {
+    fn new(code: &'static str, span: Span, message: String, help: impl Into<String>) -> Self {
+        BuildError {
+            span,
+            message,
+            code,
+            label: "here",
+            help: help.into(),
+        }
+    }
+
+    fn label(mut self, label: &'static str) -> Self {
+        self.label = label;
+        self
+    }
+}
+
+/// The old form, a span and a message: a value out of range.
+impl From<(Span, String)> for BuildError {
+    fn from((span, message): (Span, String)) -> Self {
+        BuildError::new(
+            codes::PARSE_SYNTAX,
+            span,
+            message,
+            "the text has the right form but this value is out of range: correct it",
+        )
+    }
+}
 
 pub(super) struct Builder {
     pub base: usize,
@@ -21,6 +62,16 @@ impl Builder {
     pub fn span(&self, pair: &Pair<'_, Rule>) -> Span {
         let s = pair.as_span();
         Span::new(self.base + s.start(), self.base + s.end())
+    }
+
+    /// A keyword the grammar accepted that the keyword table does not know:
+    /// the two disagree (a test checks they do not).
+    fn unknown_word(&self, pair: &Pair<'_, Rule>) -> BuildError {
+        (
+            self.span(pair),
+            format!("`{}` is not in the keyword table", pair.as_str()),
+        )
+            .into()
     }
 
     fn spanned_str(&self, pair: &Pair<'_, Rule>) -> Spanned<String> {
@@ -88,7 +139,13 @@ impl Builder {
         let mut targets = Vec::new();
         for inner in pair.into_inner() {
             match inner.as_rule() {
-                Rule::visibility_kind => include = inner.as_str() == "include",
+                Rule::visibility_kind => {
+                    include = match Visibility::from_name(inner.as_str()) {
+                        Some(Visibility::Include) => true,
+                        Some(Visibility::Exclude) => false,
+                        None => return Err(self.unknown_word(&inner)),
+                    }
+                }
                 Rule::target => targets.push(self.target(inner)?),
                 _ => {}
             }
@@ -111,11 +168,8 @@ impl Builder {
         for inner in pair.into_inner() {
             match inner.as_rule() {
                 Rule::effect => {
-                    let e = match inner.as_str() {
-                        "deny" => Effect::Deny,
-                        "ask" => Effect::Ask,
-                        _ => Effect::Allow,
-                    };
+                    let e = Effect::from_name(inner.as_str())
+                        .ok_or_else(|| self.unknown_word(&inner))?;
                     effect = Some(Spanned::new(e, self.span(&inner)));
                 }
                 Rule::rule_id => {
@@ -124,15 +178,21 @@ impl Builder {
                     }
                 }
                 Rule::target_kind => {
-                    kind = if inner.as_str() == "resource" {
-                        TargetKind::Resource
-                    } else {
-                        TargetKind::Prompt
+                    kind = match KindWord::from_name(inner.as_str()) {
+                        Some(KindWord::Resource) => TargetKind::Resource,
+                        Some(KindWord::Prompt) => TargetKind::Prompt,
+                        None => return Err(self.unknown_word(&inner)),
                     };
                     kind_span = Some(self.span(&inner));
                 }
                 Rule::target => targets.push(self.target(inner)?),
-                Rule::condition_clause => condition = Some(self.condition_clause(inner)?),
+                Rule::condition_clause => {
+                    let clause = self.condition_clause(inner)?;
+                    if let Some(first) = &condition {
+                        return Err(self.second_clause(first, &clause));
+                    }
+                    condition = Some(clause);
+                }
                 _ => {}
             }
         }
@@ -150,34 +210,151 @@ impl Builder {
 
     fn target(&self, pair: Pair<'_, Rule>) -> Result<TargetAst> {
         let span = self.span(&pair);
-        let inner = pair
-            .into_inner()
-            .next()
-            .ok_or((span, "empty target".to_string()))?;
-        match inner.as_rule() {
-            Rule::any_target => Ok(TargetAst::Any(span)),
-            Rule::regex_target => {
-                let mut parts = inner.into_inner();
-                let (Some(server), Some(regex)) = (parts.next(), parts.next()) else {
-                    return Err((span, "a regex target needs a server and a regex".into()));
-                };
-                Ok(TargetAst::Regex {
-                    server: Spanned::new(self.string(&server)?, self.span(&server)),
-                    regex: Spanned::new(regex_source(regex.as_str()), self.span(&regex)),
-                    span,
-                })
+        let mut inner = pair.into_inner();
+        let first = inner.next().ok_or((span, "empty target".to_string()))?;
+        if first.as_rule() == Rule::any_target {
+            return Ok(TargetAst::Any(span));
+        }
+        let pattern = self.string(&first)?;
+        match inner.next() {
+            Some(regex) => Ok(TargetAst::Regex {
+                server: Spanned::new(pattern, self.span(&first)),
+                regex: Spanned::new(self.regex(&regex)?, self.span(&regex)),
+                span,
+            }),
+            // The string's own span: the target's may run on over the
+            // blanks pest skipped looking for a `~`.
+            None => Ok(TargetAst::Pattern(Spanned::new(pattern, self.span(&first)))),
+        }
+    }
+
+    /// A rule with a second `when` or `unless`.
+    fn second_clause(&self, first: &ConditionClause, second: &ConditionClause) -> BuildError {
+        let word = |c: &ConditionClause| {
+            if c.unless {
+                Clause::Unless
+            } else {
+                Clause::When
             }
-            _ => {
-                let string = inner
-                    .into_inner()
-                    .next()
-                    .ok_or((span, "empty target".to_string()))?;
-                Ok(TargetAst::Pattern(Spanned::new(
-                    self.string(&string)?,
-                    span,
-                )))
+        };
+        let (a, b) = (word(first), word(second));
+        let help = match (a, b) {
+            (Clause::When, Clause::Unless) => {
+                "join them into one condition: `when A and not (B)`".to_string()
+            }
+            (Clause::When, Clause::When) => {
+                "join them into one condition: `when A and B`".to_string()
+            }
+            (Clause::Unless, Clause::When) => {
+                "join them into one condition: `when B and not (A)`".to_string()
+            }
+            (Clause::Unless, Clause::Unless) => {
+                "join them into one condition: `unless A or B`".to_string()
+            }
+        };
+        BuildError::new(
+            codes::PARSE_MISPLACED_CLAUSE,
+            second.keyword,
+            format!("a rule has one condition, but `{b}` starts a second one after `{a}`"),
+            help,
+        )
+        .label("second condition")
+    }
+
+    /// `tainted`, `tainted(by: [...])` or `tainted(ignore: [...])`.
+    fn tainted(&self, pair: Pair<'_, Rule>) -> Result<Cond> {
+        let span = self.span(&pair);
+        let usage = format!(
+            "write `{0}`, `{0}({1}: [\"web\"])` (tainted by one of these servers) or `{0}({2}: [\"docs\"])` (by any server but these)",
+            Predicate::Tainted,
+            TaintedArg::By,
+            TaintedArg::Ignore
+        );
+        let bad = |at: Span, message: String| {
+            BuildError::new(codes::PARSE_BAD_TAINTED, at, message, usage.clone())
+        };
+        let mut ignore = Vec::new();
+        let mut by = None;
+        let mut seen = false;
+        for arg in pair
+            .into_inner()
+            .filter(|p| p.as_rule() == Rule::tainted_arg)
+        {
+            let arg_span = self.span(&arg);
+            if seen {
+                return Err(bad(
+                    arg_span,
+                    format!("`{}` takes one argument", Predicate::Tainted),
+                ));
+            }
+            seen = true;
+            let mut parts = arg.into_inner();
+            let (Some(first), value) = (parts.next(), parts.next()) else {
+                return Err(bad(arg_span, "an empty argument".to_string()));
+            };
+            let (name, value) = match (first.as_rule(), value) {
+                (Rule::ident, Some(value)) => (first, value),
+                (Rule::ident, None) => {
+                    return Err(bad(
+                        arg_span,
+                        format!("`{}({})` names no list", Predicate::Tainted, first.as_str()),
+                    ))
+                }
+                _ => {
+                    return Err(bad(
+                        arg_span,
+                        format!(
+                            "`{}` takes a named list, not `{}` alone",
+                            Predicate::Tainted,
+                            first.as_str()
+                        ),
+                    )
+                    .label("no name"))
+                }
+            };
+            let Some(which) = TaintedArg::from_name(name.as_str()) else {
+                return Err(bad(
+                    self.span(&name),
+                    format!(
+                        "`{}` takes no argument `{}`",
+                        Predicate::Tainted,
+                        name.as_str()
+                    ),
+                ));
+            };
+            let servers = self.string_list(&value).ok_or_else(|| {
+                bad(
+                    self.span(&value),
+                    format!("`{which}` takes a list of server ids as strings"),
+                )
+            })??;
+            match which {
+                TaintedArg::Ignore => ignore = servers,
+                TaintedArg::By => by = Some(servers),
             }
         }
+        Ok(Cond::Tainted { ignore, by, span })
+    }
+
+    /// A literal that is a list of strings: its strings, decoded; `None` if
+    /// it is another value.
+    fn string_list(&self, pair: &Pair<'_, Rule>) -> Option<Result<Vec<Spanned<String>>>> {
+        let inner = pair.clone().into_inner().next()?;
+        if inner.as_rule() != Rule::list {
+            return None;
+        }
+        let mut out = Vec::new();
+        for item in inner.into_inner() {
+            let value = item.clone().into_inner().next()?;
+            if value.as_rule() != Rule::string {
+                return None;
+            }
+            out.push(match self.string(&value) {
+                Ok(s) => Spanned::new(s, self.span(&value)),
+                Err(e) => return Some(Err(e)),
+            });
+        }
+        Some(Ok(out))
     }
 
     fn condition_clause(&self, pair: Pair<'_, Rule>) -> Result<ConditionClause> {
@@ -191,6 +368,18 @@ impl Builder {
                 Rule::kw_unless => {
                     unless = true;
                     keyword = self.span(&inner);
+                }
+                Rule::mistaken_clause => {
+                    let word = MistakenClause::from_name(inner.as_str())
+                        .ok_or_else(|| self.unknown_word(&inner))?;
+                    let meant = word.meant();
+                    return Err(BuildError::new(
+                        codes::PARSE_MISPLACED_CLAUSE,
+                        self.span(&inner),
+                        format!("a condition starts with `{meant}`, not `{word}`"),
+                        format!("write `{meant}` instead of `{word}`"),
+                    )
+                    .label("not a keyword"));
                 }
                 Rule::condition => condition = Some(self.condition(inner)?),
                 _ => {}
@@ -208,19 +397,29 @@ impl Builder {
     fn condition(&self, pair: Pair<'_, Rule>) -> Result<Cond> {
         let span = self.span(&pair);
         let is_or = pair.as_rule() == Rule::condition;
-        let mut parts = Vec::new();
-        for inner in pair.into_inner() {
-            match inner.as_rule() {
-                Rule::conjunction => parts.push(self.condition(inner)?),
-                Rule::negation => parts.push(self.negation(inner)?),
-                _ => {}
-            }
+        let mut terms = pair
+            .into_inner()
+            .filter(|p| matches!(p.as_rule(), Rule::conjunction | Rule::negation));
+        let term = |p: Pair<'_, Rule>| match p.as_rule() {
+            Rule::conjunction => self.condition(p),
+            _ => self.negation(p),
+        };
+        let first = terms
+            .next()
+            .ok_or_else(|| BuildError::from((span, "empty condition".to_string())))?;
+        let Some(second) = terms.next() else {
+            // One term, the common case: no list to build.
+            return term(first);
+        };
+        let mut parts = vec![term(first)?, term(second)?];
+        for p in terms {
+            parts.push(term(p)?);
         }
-        match (parts.len(), is_or) {
-            (1, _) => parts.pop().ok_or((span, "empty condition".to_string())),
-            (_, true) => Ok(Cond::Or(parts, span)),
-            (_, false) => Ok(Cond::And(parts, span)),
-        }
+        Ok(if is_or {
+            Cond::Or(parts, span)
+        } else {
+            Cond::And(parts, span)
+        })
     }
 
     /// `not* primary`. `not not X` means `X` (also for a failed predicate),
@@ -253,18 +452,7 @@ impl Builder {
                     .ok_or((span, "empty parentheses".to_string()))?;
                 self.condition(inner)
             }
-            Rule::tainted => {
-                let mut ignore = Vec::new();
-                for list in pair
-                    .into_inner()
-                    .filter(|p| p.as_rule() == Rule::string_list)
-                {
-                    for s in list.into_inner() {
-                        ignore.push(Spanned::new(self.string(&s)?, self.span(&s)));
-                    }
-                }
-                Ok(Cond::Tainted { ignore, span })
-            }
+            Rule::tainted => self.tainted(pair),
             Rule::exists_test => {
                 let selector = pair
                     .into_inner()
@@ -275,7 +463,8 @@ impl Builder {
                     span,
                 })
             }
-            _ => self.test(pair),
+            Rule::test => self.test(pair),
+            _ => Err((span, "a condition is missing".to_string()).into()),
         }
     }
 
@@ -290,14 +479,14 @@ impl Builder {
             return Ok(Cond::Bare(selector));
         };
         if test.as_rule() == Rule::unknown_test {
-            let word = test
-                .into_inner()
-                .find(|p| p.as_rule() == Rule::ident)
-                .map(|w| self.spanned_str(&w))
-                .ok_or((span, "incomplete test".to_string()))?;
+            let mut parts = test.into_inner();
+            let (Some(word), Some(value)) = (parts.next(), parts.next()) else {
+                return Err((span, "incomplete test".to_string()).into());
+            };
             return Ok(Cond::UnknownTest {
                 selector,
-                word,
+                word: self.spanned_str(&word),
+                value: self.span(&value),
                 span,
             });
         }
@@ -306,14 +495,8 @@ impl Builder {
         let second = parts.next();
         match (first, second) {
             (Some(op), Some(value)) if op.as_rule() == Rule::compare_op => {
-                let op_node = match op.as_str() {
-                    "==" => CompareOp::Eq,
-                    "!=" => CompareOp::Ne,
-                    "<" => CompareOp::Lt,
-                    "<=" => CompareOp::Le,
-                    ">" => CompareOp::Gt,
-                    _ => CompareOp::Ge,
-                };
+                let op_node =
+                    CompareOp::from_name(op.as_str()).ok_or_else(|| self.unknown_word(&op))?;
                 Ok(Cond::Compare {
                     selector,
                     op: Spanned::new(op_node, self.span(&op)),
@@ -321,25 +504,29 @@ impl Builder {
                     span,
                 })
             }
-            (Some(kw), Some(value)) => match kw.as_rule() {
-                Rule::kw_in => Ok(Cond::In {
-                    selector,
-                    list: Spanned::new(self.literal(&value)?, self.span(&value)),
-                    span,
-                }),
-                Rule::kw_matches => Ok(Cond::Matches {
-                    selector,
-                    regex: Spanned::new(regex_source(value.as_str()), self.span(&value)),
-                    span,
-                }),
-                _ => Ok(Cond::Path {
-                    selector,
-                    inside: kw.as_rule() == Rule::kw_inside,
-                    root: Spanned::new(self.string(&value)?, self.span(&value)),
-                    span,
-                }),
-            },
-            _ => Err((span, "incomplete test".to_string())),
+            (Some(kw), Some(value)) => {
+                let word =
+                    TestWord::from_name(kw.as_str()).ok_or_else(|| self.unknown_word(&kw))?;
+                match word {
+                    TestWord::In => Ok(Cond::In {
+                        selector,
+                        list: Spanned::new(self.literal(&value)?, self.span(&value)),
+                        span,
+                    }),
+                    TestWord::Matches => Ok(Cond::Matches {
+                        selector,
+                        regex: Spanned::new(self.regex(&value)?, self.span(&value)),
+                        span,
+                    }),
+                    TestWord::Inside | TestWord::Escapes => Ok(Cond::Path {
+                        selector,
+                        inside: word == TestWord::Inside,
+                        root: Spanned::new(self.string(&value)?, self.span(&value)),
+                        span,
+                    }),
+                }
+            }
+            _ => Err((span, "incomplete test".to_string()).into()),
         }
     }
 
@@ -386,8 +573,7 @@ impl Builder {
         };
         match inner.as_rule() {
             Rule::string => Ok(Value::String(self.string(&inner)?)),
-            Rule::number => serde_json::from_str(inner.as_str())
-                .map_err(|e| (span, format!("bad number `{}`: {e}", inner.as_str()))),
+            Rule::number => self.number(&inner),
             Rule::kw_true => Ok(Value::Bool(true)),
             Rule::kw_false => Ok(Value::Bool(false)),
             Rule::kw_null => Ok(Value::Null),
@@ -406,14 +592,78 @@ impl Builder {
                 }
                 Ok(Value::Object(map))
             }
-            _ => Err((span, "a value is missing".to_string())),
+            _ => Err((span, "a value is missing".to_string()).into()),
         }
     }
 
     /// A JSON string literal, decoded.
     fn string(&self, pair: &Pair<'_, Rule>) -> Result<String> {
-        serde_json::from_str::<String>(pair.as_str())
-            .map_err(|e| (self.span(pair), format!("bad string: {e}")))
+        let literal = pair.as_str();
+        // The grammar has checked the literal: without a `\\` its body is
+        // the string itself.
+        if let Some(body) = literal
+            .strip_prefix('"')
+            .and_then(|s| s.strip_suffix('"'))
+            .filter(|body| !body.contains('\\'))
+        {
+            return Ok(body.to_string());
+        }
+        serde_json::from_str::<String>(literal)
+            .map_err(|e| (self.span(pair), format!("bad string: {e}")).into())
+    }
+
+    /// A number token, read loosely by the grammar, checked as JSON.
+    fn number(&self, pair: &Pair<'_, Rule>) -> Result<Value> {
+        let text = pair.as_str();
+        let span = self.span(pair);
+        let json_form = text.strip_prefix('-').unwrap_or(text);
+        let well_formed = {
+            let digits = json_form.split(['.', 'e', 'E']).next().unwrap_or("");
+            !(digits.len() > 1 && digits.starts_with('0'))
+        };
+        match serde_json::from_str::<Value>(text) {
+            Ok(value @ Value::Number(_)) if well_formed => Ok(value),
+            Ok(_) | Err(_) => {
+                let why = match serde_json::from_str::<Value>(text) {
+                    Err(e) if e.to_string().contains("out of range") => {
+                        " (it is too large)".to_string()
+                    }
+                    _ => String::new(),
+                };
+                Err(BuildError::new(
+                    codes::PARSE_BAD_NUMBER,
+                    span,
+                    format!("`{text}` is not a number{why}"),
+                    "write numbers as JSON does: `12`, `-3`, `1.5`, `1e6` (no leading zeros, digits on both sides of `.` and after `e`)",
+                )
+                .label("not a number"))
+            }
+        }
+    }
+
+    /// A regex literal's source, or the error for flags after its closing
+    /// `/` (`/force/i`).
+    fn regex(&self, pair: &Pair<'_, Rule>) -> Result<String> {
+        let literal = pair.as_str();
+        let close = literal.rfind('/').unwrap_or(literal.len());
+        let flags = &literal[(close + 1).min(literal.len())..];
+        if flags.is_empty() {
+            return Ok(regex_source(literal));
+        }
+        let body = &literal[..close + 1];
+        let inner = body
+            .strip_prefix('/')
+            .and_then(|b| b.strip_suffix('/'))
+            .unwrap_or(body);
+        let span = self.span(pair);
+        let flags_at = Span::new(span.start + close + 1, span.end);
+        Err(BuildError::new(
+            codes::PARSE_REGEX_FLAGS,
+            flags_at,
+            format!("flags after a regex are not read: `{flags}` follows `{body}`"),
+            format!("put them inside, at the start: `/(?{flags}){inner}/`"),
+        )
+        .label("flags go inside"))
     }
 }
 

@@ -1,5 +1,6 @@
 //! pest errors to diagnostics, with friendly names for grammar rules.
 
+use crate::diagnostics::codes;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -9,7 +10,7 @@ use super::scan::token_at;
 use super::{Rule, Span};
 use crate::diagnostics::{Diagnostic, SourceFile};
 
-pub(super) const SYNTAX: &str = "mcppol::parse::syntax";
+pub(super) const SYNTAX: &str = codes::PARSE_SYNTAX;
 
 /// What a user calls the thing a grammar rule stands for.
 fn rule_name(grammar_rule: Rule) -> Option<&'static str> {
@@ -23,7 +24,7 @@ fn rule_name(grammar_rule: Rule) -> Option<&'static str> {
         Rule::visibility_entry | Rule::visibility_kind => "`include` or `exclude`",
         Rule::rule_id => "a rule id",
         Rule::target_kind => "`resource` or `prompt`",
-        Rule::target | Rule::any_target | Rule::regex_target | Rule::pattern_target => {
+        Rule::target | Rule::any_target => {
             "a target (`\"server/tool\"`, `*` or `\"server\" ~ /regex/`)"
         }
         Rule::condition_clause => "`when` or `unless`",
@@ -35,7 +36,8 @@ fn rule_name(grammar_rule: Rule) -> Option<&'static str> {
         | Rule::test
         | Rule::unknown_test
         | Rule::selector => "a condition",
-        Rule::tainted | Rule::kw_tainted => "`tainted`",
+        Rule::tainted | Rule::kw_tainted | Rule::tainted_arg => "`tainted`",
+        Rule::mistaken_clause => "`when` or `unless`",
         Rule::exists_test | Rule::kw_exists => "`exists`",
         Rule::comparison | Rule::compare_op => "a comparison (`==`, `!=`, `<`, ...)",
         Rule::membership | Rule::kw_in => "`in`",
@@ -56,7 +58,20 @@ fn rule_name(grammar_rule: Rule) -> Option<&'static str> {
         Rule::kw_and => "`and`",
         Rule::kw_or => "`or`",
         Rule::kw_not => "`not`",
-        _ => return None,
+        // Pieces too small to name: the rule around them is named instead.
+        Rule::file
+        | Rule::item_end
+        | Rule::setting_word
+        | Rule::reserved_item_word
+        | Rule::WHITESPACE
+        | Rule::not_newline
+        | Rule::primary
+        | Rule::string_char
+        | Rule::string_escape
+        | Rule::regex_char
+        | Rule::regex_char_or_slash
+        | Rule::ident_char
+        | Rule::number_char => return None,
     })
 }
 

@@ -156,7 +156,7 @@ impl Iterator for Lexer<'_> {
         };
         self.regex_may_start = match kind {
             Kind::Comment => self.regex_may_start,
-            Kind::Word => &self.text[start..end] == "matches",
+            Kind::Word => &self.text[start..end] == super::keywords::TestWord::Matches.as_str(),
             // Other ASCII white space (a form feed), which the grammar does
             // not allow, is its own token but, as a blank, keeps the state.
             Kind::Punct if b.is_ascii_whitespace() => self.regex_may_start,

@@ -4,12 +4,14 @@
 mod ast;
 mod build;
 mod errors;
-mod fast;
+mod hidden;
+pub mod keywords;
 pub(crate) mod lex;
 mod parser;
 mod scan;
 
 pub use ast::*;
+pub(crate) use hidden::shown_text;
 pub use parser::{parse, MAX_FILE_BYTES, MAX_NESTING};
 
 /// The pest parser generated from `grammar/mcppol.pest`.
@@ -17,24 +19,31 @@ pub use parser::{parse, MAX_FILE_BYTES, MAX_NESTING};
 #[grammar = "../grammar/mcppol.pest"]
 pub struct Grammar;
 
-/// The two whole-file parsers side by side, for the differential tests: the
-/// hand-written fast path and pest's `file` rule with the AST builder. Not
-/// part of the API.
+/// The parser's two ways through a file side by side, for the tests: the
+/// one pass over the whole file that a well-formed file takes, and the
+/// item-by-item driver that recovers after an error. Not part of the API.
 #[doc(hidden)]
 pub mod differential {
-    /// The fast path: `None` unless the text is well formed and builds.
-    pub fn fast(text: &str) -> Option<super::File> {
-        super::fast::parse(text)
-    }
-
-    /// pest's `file` rule and the builder: `None` unless the text is well
-    /// formed and builds.
-    pub fn pest(text: &str) -> Option<super::File> {
+    /// The one pass: `None` unless the text is well formed, builds and
+    /// holds no hidden character (which the driver refuses before either
+    /// way runs).
+    pub fn whole(text: &str) -> Option<super::File> {
+        let source = crate::diagnostics::SourceFile::new("t.mcppol", text);
+        if !super::hidden::check(&source).is_empty() {
+            return None;
+        }
         super::parser::pest_whole_file(text)
     }
 
-    /// Whether brackets nest too deep: such a file is refused before either
-    /// parser runs.
+    /// The item-by-item driver alone: `None` if it reports an error.
+    pub fn items(text: &str) -> Option<super::File> {
+        let source = crate::diagnostics::SourceFile::new("t.mcppol", text);
+        let (file, diagnostics) = super::parser::parse_items(&source);
+        diagnostics.is_empty().then_some(file)
+    }
+
+    /// Whether brackets nest too deep: such a file is refused before the
+    /// grammar runs.
     pub fn too_deep(text: &str) -> bool {
         super::scan::too_deep(text, super::MAX_NESTING).is_some()
     }

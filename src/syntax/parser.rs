@@ -1,12 +1,13 @@
 //! The parse driver: runs the grammar one item at a time so that a bad item
 //! is reported and skipped, and the rest of the file is still parsed.
 
+use crate::diagnostics::codes;
 use std::sync::Arc;
 
 use pest::Parser as _;
 
 use super::ast::*;
-use super::build::Builder;
+use super::build::{BuildError, Builder};
 use super::errors::{error_offset, syntax_error, SYNTAX};
 use super::scan::{next_line_start, skip_blank, too_deep, word_at};
 use super::{Grammar, Rule};
@@ -17,26 +18,17 @@ pub const MAX_FILE_BYTES: usize = 8 * 1024 * 1024;
 /// Brackets (`(`, `[`, `{`) may nest this deep.
 pub const MAX_NESTING: usize = 64;
 
-/// Advice for a value the grammar accepts but that cannot be used.
-const BUILD_HELP: &str = "the text has the right form but this value is out of range: correct it";
+/// A builder's error as a diagnostic.
+fn build_error(source: &Arc<SourceFile>, e: BuildError) -> Diagnostic {
+    Diagnostic::error(source, e.code, e.span, e.message)
+        .with_label(e.label)
+        .with_help(e.help)
+}
 
-/// Words that begin an item; where the parser resumes after an error.
-const ITEM_WORDS: &[&str] = &[
-    "deny",
-    "ask",
-    "allow",
-    "tools",
-    "policy",
-    "}",
-    "default",
-    "scope",
-    "trusted",
-    "pin_tools",
-    "allow_new_tools",
-];
-
+/// Whether `word` begins an item (or closes the policy): where the parser
+/// resumes after an error.
 fn is_item_word(word: &str) -> bool {
-    ITEM_WORDS.contains(&word)
+    word == "}" || super::keywords::begins_item(word)
 }
 
 /// Parses a whole file: the policies that could be read and every syntax
@@ -46,6 +38,21 @@ pub fn parse(source: &Arc<SourceFile>) -> (File, Vec<Diagnostic>) {
         source,
         text: &source.text,
         diagnostics: Vec::new(),
+        one_pass: true,
+    };
+    let file = parser.file();
+    (file, parser.diagnostics)
+}
+
+/// Parses item by item only, without first trying the whole file in one
+/// pass: the recovery path, for the tests that check it reads a
+/// well-formed file as the one pass does.
+pub(super) fn parse_items(source: &Arc<SourceFile>) -> (File, Vec<Diagnostic>) {
+    let mut parser = Driver {
+        source,
+        text: &source.text,
+        diagnostics: Vec::new(),
+        one_pass: false,
     };
     let file = parser.file();
     (file, parser.diagnostics)
@@ -55,6 +62,8 @@ struct Driver<'a> {
     source: &'a Arc<SourceFile>,
     text: &'a str,
     diagnostics: Vec<Diagnostic>,
+    /// Whether to try the whole file in one pass before going item by item.
+    one_pass: bool,
 }
 
 /// Parses again with pest's error detail on, which lists the literal tokens
@@ -108,7 +117,7 @@ impl Driver<'_> {
             self.diagnostics.push(
                 Diagnostic::error(
                     self.source,
-                    "mcppol::parse::file_too_large",
+                    codes::PARSE_FILE_TOO_LARGE,
                     Span::new(0, 0),
                     format!(
                         "the file is {} bytes, more than the {MAX_FILE_BYTES} a policy file may have",
@@ -119,11 +128,15 @@ impl Driver<'_> {
             );
             return file;
         }
+        // What a reviewer sees must be what is parsed: hidden characters
+        // and line breaks the grammar does not see are refused, and the
+        // rest of the file is still read for its other errors.
+        self.diagnostics.extend(super::hidden::check(self.source));
         if let Some(span) = too_deep(self.text, MAX_NESTING) {
             self.diagnostics.push(
                 Diagnostic::error(
                     self.source,
-                    "mcppol::parse::too_deep",
+                    codes::PARSE_TOO_DEEP,
                     span,
                     format!("brackets nest more than {MAX_NESTING} deep"),
                 )
@@ -134,8 +147,10 @@ impl Driver<'_> {
         }
         // The common case, a file without syntax errors, is read in one pass;
         // only a file with an error is driven item by item to report them all.
-        if let Some(file) = self.whole_file() {
-            return file;
+        if self.one_pass {
+            if let Some(file) = pest_whole_file(self.text) {
+                return file;
+            }
         }
         let mut pos = 0;
         loop {
@@ -161,12 +176,6 @@ impl Driver<'_> {
             }
         }
         file
-    }
-
-    /// The whole file in one pass, if it has no syntax error and every value
-    /// in it builds: the hand-written parser first, pest if it declines.
-    fn whole_file(&mut self) -> Option<File> {
-        super::fast::parse(self.text).or_else(|| pest_whole_file(self.text))
     }
 
     /// Parses `policy NAME { ... }` at `pos`; returns where parsing goes on.
@@ -221,7 +230,7 @@ impl Driver<'_> {
         self.diagnostics.push(
             Diagnostic::error(
                 self.source,
-                "mcppol::parse::unclosed",
+                codes::PARSE_UNCLOSED,
                 open,
                 format!("`{what} {name}` is never closed"),
             )
@@ -275,12 +284,8 @@ impl Driver<'_> {
                 end
             }
             Ok(None) => end,
-            Err((span, message)) => {
-                self.diagnostics.push(
-                    Diagnostic::error(self.source, SYNTAX, span, message)
-                        .with_label("here")
-                        .with_help(BUILD_HELP),
-                );
+            Err(e) => {
+                self.diagnostics.push(build_error(self.source, e));
                 end
             }
         }
@@ -325,11 +330,7 @@ impl Driver<'_> {
                     let end = builder.span(&pair).end;
                     match builder.visibility_entry(pair) {
                         Ok(entry) => entries.push(entry),
-                        Err((span, message)) => self.diagnostics.push(
-                            Diagnostic::error(self.source, SYNTAX, span, message)
-                                .with_label("here")
-                                .with_help(BUILD_HELP),
-                        ),
+                        Err(e) => self.diagnostics.push(build_error(self.source, e)),
                     }
                     at = end;
                 }

@@ -31,6 +31,7 @@ pub(crate) fn explain(policy: &Policy, request: &Request<'_>) -> Explanation {
         steps,
         not_considered,
         decision,
+        roots: policy.setting_spans.roots,
     }
 }
 

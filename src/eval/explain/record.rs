@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::eval::sink::{HostCall, Reached, RuleSeen, Sink};
-use crate::eval::{counts_as_taint, trusts, Facts, Refused, Request, Tri, Verdict};
+use crate::eval::{trusts, Facts, Refused, Request, Tri, Verdict};
 use crate::fingerprint::{kind_of, ToolApproval};
 use crate::paths;
 use crate::policy::{
@@ -348,7 +348,7 @@ impl Recorder<'_, '_> {
         let request = self.request;
         match &pred.test {
             Test::Annotation(key) => self.annotation_saw(*key, facts),
-            Test::Tainted { ignore } => {
+            Test::Tainted { ignore, by } => {
                 if request.taint.is_empty() {
                     return "no taint given: the call is untainted".into();
                 }
@@ -356,10 +356,24 @@ impl Recorder<'_, '_> {
                     .taint
                     .iter()
                     .copied()
-                    .filter(|t| counts_as_taint(t, request.server, ignore))
+                    .filter(|t| {
+                        crate::policy::condition::taint_counts(
+                            ignore,
+                            by.as_deref(),
+                            t,
+                            request.server,
+                        )
+                    })
                     .collect();
+                let only = match by {
+                    Some(by) => format!(
+                        "; only [{}] count",
+                        by.iter().map(|s| &**s).collect::<Vec<_>>().join(", ")
+                    ),
+                    None => String::new(),
+                };
                 format!(
-                    "taint is [{}]; the tool's own server `{}`{} does not count; counted: [{}]",
+                    "taint is [{}]; the tool's own server `{}`{} does not count{only}; counted: [{}]",
                     request.taint.join(", "),
                     request.server,
                     if ignore.is_empty() {

@@ -23,6 +23,14 @@ impl Explanation {
     pub fn render(&self, policy: &Policy) -> String {
         let file = escape(&policy.source.name);
         let mut out = String::new();
+        if let (Some(span), Some(roots)) = (self.roots, policy.roots()) {
+            let (line, col) = Self::location(policy, span);
+            let list: Vec<String> = roots.iter().map(|r| format!("{r:?}")).collect();
+            out.push_str(&format!(
+                "{file}:{line}:{col}: roots: pinned to {} (the folders a server may be given; no part of this decision)\n",
+                list.join(", ")
+            ));
+        }
         for step in &self.steps {
             let (line, col) = Self::location(policy, step.span);
             let who = match &step.rule_id {
@@ -105,12 +113,16 @@ impl Explanation {
             map.insert("line".into(), Value::from(line));
             map.insert("column".into(), Value::from(column));
         }
-        json!({
+        let mut out = json!({
             "policy": self.policy,
             "steps": steps,
             "not_considered": self.not_considered,
             "decision": decision,
-        })
+        });
+        if let (Value::Object(map), Some(roots)) = (&mut out, policy.roots()) {
+            map.insert("roots".into(), json!(roots));
+        }
+        out
     }
 }
 

@@ -122,4 +122,6 @@ pub struct Explanation {
     pub not_considered: usize,
     /// The decision: always the one [`crate::Policy::decide`] gives.
     pub decision: Decision,
+    /// Where the policy's `roots` setting is written, if it has one.
+    pub roots: Option<Span>,
 }

@@ -2,6 +2,7 @@
 //! reading one, compiling it, checking it against the policies in force and
 //! swapping in its version; and recording what did not load.
 
+use crate::diagnostics::codes;
 use std::collections::BTreeSet;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
@@ -20,7 +21,7 @@ pub(super) fn io_error(path: &Path, message: impl Into<String>) -> LoadError {
     let source = SourceFile::new(path.display().to_string(), String::new());
     LoadError::new(vec![Diagnostic::error(
         &source,
-        "mcppol::io",
+        codes::IO_READ,
         Span::default(),
         message,
     )
@@ -54,7 +55,7 @@ pub(super) fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> 
 pub(super) fn is_clash(e: &LoadError) -> bool {
     e.diagnostics
         .iter()
-        .any(|d| d.code == "mcppol::store::duplicate_policy")
+        .any(|d| d.code == codes::STORE_DUPLICATE_POLICY)
 }
 
 pub(super) enum Outcome {
@@ -190,7 +191,7 @@ impl State {
         if set.is_empty() {
             return Err(LoadError::new(vec![Diagnostic::error(
                 &source,
-                "mcppol::store::no_policy",
+                codes::STORE_NO_POLICY,
                 Span::default(),
                 format!("`{}` defines no policy", path.display()),
             )
@@ -209,7 +210,7 @@ impl State {
                     Some(
                         Diagnostic::error(
                             &source,
-                            "mcppol::store::duplicate_policy",
+                            codes::STORE_DUPLICATE_POLICY,
                             p.name_span,
                             format!(
                                 "policy `{}` is already loaded from `{}`",

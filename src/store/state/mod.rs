@@ -10,6 +10,7 @@
 
 mod files;
 
+use crate::diagnostics::codes;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -437,7 +438,7 @@ fn only_policy(set: &PolicySet, name: &str, origin: &str) -> Result<Arc<Policy>,
     let Some(policy) = set.get(name) else {
         return Err(LoadError::new(vec![Diagnostic::error(
             source,
-            "mcppol::store::missing_policy",
+            codes::STORE_MISSING_POLICY,
             Span::default(),
             format!("`{origin}` does not define policy `{name}`"),
         )
@@ -446,7 +447,7 @@ fn only_policy(set: &PolicySet, name: &str, origin: &str) -> Result<Arc<Policy>,
     if let Some(other) = set.iter().find(|p| p.name != name) {
         return Err(LoadError::new(vec![Diagnostic::error(
             source,
-            "mcppol::store::other_policy",
+            codes::STORE_OTHER_POLICY,
             other.name_span,
             format!(
                 "an update of `{name}` defines another policy, `{}`",
