@@ -410,7 +410,10 @@ mod tests {
             for end in (start..=text.len()).filter(|i| text.is_char_boundary(*i)) {
                 for context in [0, 1, 2] {
                     let span = SourceSpan::new(start.into(), end - start);
-                    let want = text.read_span(&span, context, context).unwrap();
+                    // The whole text as snippets show it (hidden and
+                    // control characters drawn visibly, same byte length).
+                    let shown = crate::syntax::shown_text(text).unwrap_or_else(|| text.to_string());
+                    let want = shown.as_str().read_span(&span, context, context).unwrap();
                     let got = src.read_span(&span, context, context).unwrap();
                     assert_eq!(got.data(), want.data(), "{start}..{end} ({context})");
                     assert_eq!(got.span(), want.span(), "{start}..{end}");

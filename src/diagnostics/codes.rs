@@ -136,6 +136,10 @@ codes! {
         "a regex compiles to more than the size limit",
         fix: "simplify it, or split it over several rules"
     }
+    COMPILE_REGEX_BUDGET = "mcppol::compile::regex_budget" {
+        "the file's distinct regexes compile to more than their shared budget together",
+        fix: "use fewer distinct regexes, or smaller ones (`[a-z0-9_]` instead of `\\w`)"
+    }
     COMPILE_BAD_TEST = "mcppol::compile::bad_test" {
         "a test does not fit what it tests (an ordering on an annotation, `exists` on an annotation, a test on a host predicate, a value of the wrong form)",
         fix: "write the form the message gives"
