@@ -37,7 +37,7 @@ impl Compiler<'_> {
                     self.push(
                         Diagnostic::error(
                             self.source,
-                            "mcppol::compile::regex_budget",
+                            codes::COMPILE_REGEX_BUDGET,
                             span,
                             format!(
                                 "the file's regexes compile to more than {mib} MiB together; this one crosses the limit",
