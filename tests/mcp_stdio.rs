@@ -60,3 +60,32 @@ async fn a_child_that_is_not_an_mcp_server_fails_the_handshake() {
     let e = StdioTransport::spawn(Command::new("/nonexistent/server"), options()).await;
     assert!(matches!(e, Err(McpError::Transport(m)) if m.contains("cannot start")));
 }
+
+/// Whether a process is gone or a zombie waiting to be reaped.
+fn stopped(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+#[tokio::test]
+async fn dropping_the_transport_kills_the_child() {
+    if !std::path::Path::new("/proc/self/stat").exists() {
+        return; // no procfs to look at (not Linux)
+    }
+    let script = format!("read l; echo '{INIT}'; read l; exec sleep 600");
+    let t = StdioTransport::spawn(sh(&script), options()).await.unwrap();
+    let pid = t.id().unwrap();
+    assert!(!stopped(pid));
+    drop(t);
+    let mut waited = 0;
+    while !stopped(pid) && waited < 100 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        waited += 1;
+    }
+    assert!(stopped(pid), "the child {pid} still runs after the drop");
+}

@@ -481,6 +481,49 @@ mod tests {
             .any(|m| m["id"] == "s1" && m["result"] == json!({})));
     }
 
+    /// Answers `roots/list` with one root; everything else as the default.
+    struct Roots;
+
+    impl RequestHandler for Roots {
+        fn handle(
+            &self,
+            method: String,
+            params: Option<Value>,
+        ) -> BoxFuture<'static, Result<Value, RpcError>> {
+            if method == "roots/list" {
+                Box::pin(async { Ok(json!({"roots": [{"uri": "file:///srv"}]})) })
+            } else {
+                DefaultHandler.handle(method, params)
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn server_requests_go_to_the_handler() {
+        let (client, server) = tokio::io::duplex(1 << 16);
+        let (r, w) = tokio::io::split(client);
+        let opts = ConnectOptions {
+            handler: Arc::new(Roots),
+            ..options()
+        };
+        let conn = Connection::start(BufReader::new(r), w, &opts);
+        let (sr, mut sw) = tokio::io::split(server);
+        let mut lines = LineReader::new(BufReader::new(sr), 1 << 20);
+        for (id, method) in [(1, "roots/list"), (2, "sampling/createMessage")] {
+            let req = json!({"jsonrpc": "2.0", "id": id, "method": method});
+            sw.write_all(format!("{req}\n").as_bytes()).await.unwrap();
+            let line = lines.next_line().await.unwrap().unwrap().to_vec();
+            let answer: Value = serde_json::from_slice(&line).unwrap();
+            assert_eq!(answer["id"], id);
+            if id == 1 {
+                assert_eq!(answer["result"]["roots"][0]["uri"], "file:///srv");
+            } else {
+                assert_eq!(answer["error"]["code"], -32601);
+            }
+        }
+        drop(conn);
+    }
+
     #[tokio::test]
     async fn a_dying_server_fails_what_is_pending_and_what_comes_after() {
         let (conn, _server) = connected("2025-11-25").await;
