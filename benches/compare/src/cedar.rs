@@ -349,7 +349,7 @@ impl Engine {
         let mut best: Option<(Effect, usize)> = None;
         for id in response.diagnostics().reason() {
             if let Some(&(effect, index)) = self.ids.get(id) {
-                if best.map_or(true, |b| (effect, index) < b) {
+                if best.is_none_or(|b| (effect, index) < b) {
                     best = Some((effect, index));
                 }
             }
