@@ -896,7 +896,7 @@ pub fn policy(size: usize) -> PolicySpec {
     let trusted = servers
         .iter()
         .enumerate()
-        .filter(|(i, _)| i % 3 == 0)
+        .filter(|(i, _)| i.is_multiple_of(3))
         .map(|(_, s)| s.id.clone())
         .collect();
     PolicySpec {

@@ -80,23 +80,41 @@ def main():
 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 5.2))
 
-    # Left: decision latency per rule count, the three engines.
+    # Left: decision latency per rule count, the three engines. Cedar and
+    # regorus set up per server (the headline, solid), and flat (one set for
+    # all rules, faint dashed); older CSVs without per-server columns plot
+    # the flat figures only.
+    per_server = False
     if cmp_rows:
         rules = [int(r["rules"]) for r in cmp_rows]
-        series = [
-            ("mcppol", "mcppol_ns", "#1b7837", "o", "-"),
-            ("Cedar (engine only)", "cedar_ns", "#2166ac", "s", "-"),
-            ("regorus (engine only)", "regorus_ns", "#b2182b", "^", "-"),
-            ("Cedar (incl. input prep)", "cedar_e2e_ns", "#2166ac", "s", ":"),
-            ("regorus (incl. input prep)", "regorus_e2e_ns", "#b2182b", "^", ":"),
-        ]
-        for label, key, color, marker, style in series:
+        per_server = "cedar_ps_ns" in cmp_rows[0]
+        series = [("mcppol", "mcppol_ns", "#1b7837", "o", "-", 1.0)]
+        if per_server:
+            series += [
+                ("Cedar, per server (engine only)", "cedar_ps_ns", "#2166ac", "s", "-", 1.0),
+                ("regorus, per server (engine only)", "regorus_ps_ns", "#b2182b", "^", "-", 1.0),
+                ("Cedar, per server (incl. input prep)", "cedar_ps_e2e_ns", "#2166ac", "s", ":", 1.0),
+                ("regorus, per server (incl. input prep)", "regorus_ps_e2e_ns", "#b2182b", "^", ":",
+                 1.0),
+                ("Cedar, flat: one set for all rules", "cedar_ns", "#2166ac", "s", "--", 0.35),
+                ("regorus, flat: one set for all rules", "regorus_ns", "#b2182b", "^", "--", 0.35),
+            ]
+        else:
+            series += [
+                ("Cedar (engine only)", "cedar_ns", "#2166ac", "s", "-", 1.0),
+                ("regorus (engine only)", "regorus_ns", "#b2182b", "^", "-", 1.0),
+                ("Cedar (incl. input prep)", "cedar_e2e_ns", "#2166ac", "s", ":", 1.0),
+                ("regorus (incl. input prep)", "regorus_e2e_ns", "#b2182b", "^", ":", 1.0),
+            ]
+        for label, key, color, marker, style, alpha in series:
             ys = [float(r[key]) / 1000.0 for r in cmp_rows]
-            ax1.plot(rules, ys, style, color=color, marker=marker, label=label)
+            ax1.plot(rules, ys, style, color=color, marker=marker, label=label, alpha=alpha)
+        cedar_key, rego_key = ("cedar_ps_ns", "regorus_ps_ns") if per_server else (
+            "cedar_ns", "regorus_ns")
         for r in cmp_rows:
             x = int(r["rules"])
             m = float(r["mcppol_ns"])
-            ratio = min(float(r["cedar_ns"]), float(r["regorus_ns"])) / m
+            ratio = min(float(r[cedar_key]), float(r[rego_key])) / m
             ax1.annotate(
                 f"{ratio:,.0f}x" if ratio >= 10 else f"{ratio:.1f}x",
                 (x, m / 1000.0),
@@ -112,9 +130,10 @@ def main():
     ax1.set_xlabel("rules in the policy")
     ax1.set_ylabel("median time per decision (µs, log)")
     ax1.set_title("Decision latency (same requests, answers checked equal)\n"
-                  "green labels: mcppol's lead over the faster of the two", fontsize=10)
+                  "green labels: mcppol's lead over the faster of the two"
+                  + (", set up per server" if per_server else ""), fontsize=10)
     ax1.grid(True, which="both", alpha=0.3)
-    ax1.legend(fontsize=8, loc="upper left")
+    ax1.legend(fontsize=7, loc="upper left")
 
     # Right: mcppol per request kind (criterion) and load time.
     by_bench = {}

@@ -2,7 +2,8 @@
 //!
 //! Encoding: every deny rule is a `forbid`, every ask and allow rule a
 //! `permit`; the policy id says the rule's list and position (`d12`,
-//! `k3`, `a7`). The scope is open (`principal, action, resource`) and
+//! `k3`, `a7`). In the flat set-up ([`render`]) the scope is open
+//! (`principal, action, resource`) and
 //! everything is tested in `when` on the context the harness builds
 //! (`input.rs`): loose targets on the folded names (`server_f`, `tool_f`,
 //! patterns folded), exact targets on the names as sent; a glob is `like`;
@@ -10,6 +11,10 @@
 //! raw and the folded name for loose rules; `inside` / `escapes` test the
 //! canonical path (`== root || like "root/*"`); `tainted(ignore: L)` is
 //! `!L.containsAll(context.foreign_taint)`.
+//!
+//! Per server ([`render_set`]): one policy set per server (see
+//! `partition.rs`), one policy per target, a literal tool in the scope
+//! (`resource == Tool::"<folded tool>"`).
 //!
 //! Precedence in the harness: a `Deny` response names the satisfied
 //! forbids (deny, first in file order); an `Allow` response names the
@@ -26,6 +31,7 @@ use cedar_policy::{
 use serde_json::Value;
 
 use crate::gen::{Cond, Effect, Lit, Op, PolicySpec, RuleSpec, Target};
+use crate::partition::Set;
 use crate::Outcome;
 
 fn lit(l: &Lit) -> String {
@@ -43,6 +49,22 @@ fn glob_test(field: &str, pattern: &str) -> Option<String> {
 }
 
 fn target(t: &Target, loose: bool) -> String {
+    and_all(target_tests(t, loose, false))
+}
+
+/// `(a && b && ...)`, or `true` for none.
+fn and_all(parts: Vec<String>) -> String {
+    if parts.is_empty() {
+        "true".to_string()
+    } else {
+        format!("({})", parts.join(" && "))
+    }
+}
+
+/// The tests of one target in `when`. `named`: the target sits in a named
+/// server's set (per-server mode), where the dispatch already decided a
+/// loose server test.
+fn target_tests(t: &Target, loose: bool, named: bool) -> Vec<String> {
     let (sf, tf) = if loose {
         ("context.server_f", "context.tool_f")
     } else {
@@ -55,30 +77,29 @@ fn target(t: &Target, loose: bool) -> String {
             p.to_string()
         }
     };
-    let parts: Vec<String> = match t {
+    let server = |p: &str| {
+        if named && loose {
+            None
+        } else {
+            glob_test(sf, &f(p))
+        }
+    };
+    match t {
         Target::Any => vec![],
         Target::Bare { tool } => glob_test(tf, &f(tool)).into_iter().collect(),
-        Target::Pair { server, tool } => glob_test(sf, &f(server))
+        Target::Pair { server: s, tool } => server(s)
             .into_iter()
             .chain(glob_test(tf, &f(tool)))
             .collect(),
-        Target::Regex { server, re } => {
+        Target::Regex { server: s, re } => {
             let g = re.as_glob();
             let re_test = if loose {
                 format!("(context.tool like {g:?} || context.tool_f like {g:?})")
             } else {
                 format!("context.tool like {g:?}")
             };
-            glob_test(sf, &f(server))
-                .into_iter()
-                .chain([re_test])
-                .collect()
+            server(s).into_iter().chain([re_test]).collect()
         }
-    };
-    if parts.is_empty() {
-        "true".to_string()
-    } else {
-        format!("({})", parts.join(" && "))
     }
 }
 
@@ -174,6 +195,73 @@ pub fn render(spec: &PolicySpec) -> String {
     spec.rules.iter().map(rule).collect()
 }
 
+/// The literal tool a target names, if it names one (no `*`).
+fn literal_tool(t: &Target) -> Option<&str> {
+    match t {
+        Target::Pair { tool, .. } | Target::Bare { tool } if !tool.contains('*') => Some(tool),
+        _ => None,
+    }
+}
+
+/// One set of the per-server mode as Cedar text: one policy per target of
+/// each rule (same `@id`), so that a target naming a literal tool puts it
+/// in the scope, `resource == Tool::"<folded tool>"` (requests carry the
+/// folded tool name as their resource, see [`Engine::request_scoped`]),
+/// which Cedar tests before the `when` clause; an exact (allow) target
+/// still tests the name as sent in `when`. In a named server's set the
+/// dispatch has decided the server for loose targets, so they do not test
+/// it again.
+pub fn render_set(set: &Set) -> String {
+    let mut out = String::new();
+    for r in &set.rules {
+        let head = if r.effect == Effect::Deny {
+            "forbid"
+        } else {
+            "permit"
+        };
+        let loose = r.effect.loose();
+        for t in &r.targets {
+            let (scope, tests) = match literal_tool(t) {
+                Some(tool) => {
+                    // The server test only: the scope decides the folded
+                    // tool; an exact target also tests the tool as sent.
+                    let server_only = match t {
+                        Target::Pair { server, .. } => Target::Pair {
+                            server: server.clone(),
+                            tool: "*".to_string(),
+                        },
+                        _ => Target::Any,
+                    };
+                    let mut tests = target_tests(&server_only, loose, set.named());
+                    if !loose {
+                        tests.push(format!("context.tool == {tool:?}"));
+                    }
+                    (
+                        format!("resource == Tool::{:?}", crate::gen::fold(tool)),
+                        tests,
+                    )
+                }
+                None => ("resource".to_string(), target_tests(t, loose, set.named())),
+            };
+            let mut body: Vec<String> = tests;
+            if let Some(c) = &r.cond {
+                body.push(cond(c));
+            }
+            let when = if body.is_empty() {
+                String::new()
+            } else {
+                format!(" when {{ {} }}", body.join(" && "))
+            };
+            out.push_str(&format!(
+                "@id(\"{}{}\")\n{head}(principal, action, {scope}){when};\n",
+                tag(r.effect),
+                r.index
+            ));
+        }
+    }
+    out
+}
+
 /// A loaded Cedar policy set and what the harness needs to read answers.
 pub struct Engine {
     pub policies: PolicySet,
@@ -237,6 +325,22 @@ impl Engine {
             .map_err(|e| e.to_string())
     }
 
+    /// A Cedar request for the per-server sets: the resource is the folded
+    /// tool name, `Tool::"<tool_f>"` (what their scopes test).
+    pub fn request_scoped(
+        &self,
+        principal: &str,
+        tool_f: &str,
+        context: Value,
+    ) -> Result<Request, String> {
+        let principal =
+            EntityUid::from_type_name_and_id(self.user.clone(), EntityId::new(principal));
+        let resource = EntityUid::from_type_name_and_id(self.tool.clone(), EntityId::new(tool_f));
+        let context = Context::from_json_value(context, None).map_err(|e| e.to_string())?;
+        Request::new(principal, self.action.clone(), resource, context, None)
+            .map_err(|e| e.to_string())
+    }
+
     /// Decides a prepared request: the deciding list and rule position.
     pub fn decide(&self, request: &Request) -> Outcome {
         let response = self
@@ -245,7 +349,7 @@ impl Engine {
         let mut best: Option<(Effect, usize)> = None;
         for id in response.diagnostics().reason() {
             if let Some(&(effect, index)) = self.ids.get(id) {
-                if best.map_or(true, |b| (effect, index) < b) {
+                if best.is_none_or(|b| (effect, index) < b) {
                     best = Some((effect, index));
                 }
             }

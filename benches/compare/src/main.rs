@@ -7,11 +7,23 @@
 //! ```
 //!
 //! Per rule count: generates the policy (`benches/common/gen.rs`), renders
-//! it to Cedar and Rego, loads all three (timing it and counting the bytes
-//! it allocates and keeps), checks that every engine gives every request of
-//! the mix the same answer (decision and deciding rule), and only then
-//! times decision latency, the engines' samples interleaved. See
-//! `docs/performance.md`.
+//! it to Cedar and Rego in two set-ups, loads them all (timing it and
+//! counting the bytes it allocates and keeps), checks that every engine
+//! gives every request of the mix the same answer (decision and deciding
+//! rule), and only then times decision latency, the engines' samples
+//! interleaved. See `docs/performance.md`.
+//!
+//! The two set-ups of Cedar and Rego:
+//!
+//! - *per server* (as an expert would set them up): the rules split by the
+//!   server they can apply to (`partition.rs`), one Cedar policy set and
+//!   one regorus engine per server plus a catch-all one for servers no rule
+//!   names; a request goes to its server's set through a `HashMap` lookup on
+//!   its folded server id, timed with the decision. Cedar policies put a
+//!   literal tool in the scope.
+//! - *flat*: all the rules in one Cedar policy set and one Rego module,
+//!   every policy with an open scope, so both engines evaluate every rule
+//!   on every request.
 
 #![deny(unsafe_code)]
 
@@ -21,6 +33,7 @@ mod gen;
 mod alloc;
 mod cedar;
 mod input;
+mod partition;
 mod rego;
 
 use std::collections::HashMap;
@@ -164,10 +177,23 @@ fn retained<T>(f: impl FnOnce() -> T) -> (T, i64) {
 struct Row {
     size: usize,
     mcppol_ns: f64,
+    /// Flat set-up: one policy set / module for all rules.
     cedar_ns: f64,
     regorus_ns: f64,
     cedar_e2e_ns: f64,
     regorus_e2e_ns: f64,
+    /// Per-server set-up: dispatch + the server's set.
+    cedar_ps_ns: f64,
+    regorus_ps_ns: f64,
+    cedar_ps_e2e_ns: f64,
+    regorus_ps_e2e_ns: f64,
+    /// Sets in the per-server set-up (named servers + the catch-all), and
+    /// the most rules one set holds.
+    sets: usize,
+    max_set_rules: usize,
+    /// Per-server load (all sets) and memory: Cedar, regorus.
+    load_ps_ms: [f64; 2],
+    memory_ps: [i64; 2],
     kind_ns: [f64; 4],
     allocs_per_decision: f64,
     load_ms: [f64; 3],
@@ -179,12 +205,28 @@ fn run_size(size: usize, o: &Options) -> Result<Row, String> {
     let spec = &work.spec;
     let cedar_text = cedar::render(spec);
     let rego_text = rego::render(spec);
+    let sets = partition::partition(spec);
+    let cedar_set_texts: Vec<String> = sets.iter().map(cedar::render_set).collect();
+    let rego_set_texts: Vec<String> = sets.iter().map(rego::render_set).collect();
     if std::env::var_os("MCPPOL_COMPARE_DUMP").is_some() {
         let dir = std::env::temp_dir();
+        let per_server = |texts: &[String]| {
+            sets.iter()
+                .zip(texts)
+                .map(|(set, text)| {
+                    format!(
+                        "# ---- set: {}\n{text}",
+                        set.key.as_deref().unwrap_or("(catch-all)")
+                    )
+                })
+                .collect::<String>()
+        };
         for (ext, text) in [
-            ("mcppol", &work.text),
-            ("cedar", &cedar_text),
-            ("rego", &rego_text),
+            ("mcppol", work.text.clone()),
+            ("cedar", cedar_text.clone()),
+            ("rego", rego_text.clone()),
+            ("per_server.cedar", per_server(&cedar_set_texts)),
+            ("per_server.rego", per_server(&rego_set_texts)),
         ] {
             let path = dir.join(format!("compare_{size}.{ext}"));
             std::fs::write(&path, text).map_err(|e| e.to_string())?;
@@ -216,6 +258,36 @@ fn run_size(size: usize, o: &Options) -> Result<Row, String> {
     let mut rego = rego_engine?;
     let load_rego = time_ms(load_reps.min(3), || rego_load().is_ok());
 
+    // Per server: one Cedar policy set and one regorus engine per set.
+    let cedar_ps_parse = || -> Result<Vec<cedar_policy::PolicySet>, String> {
+        cedar_set_texts
+            .iter()
+            .map(|t| cedar::Engine::parse(t))
+            .collect()
+    };
+    let (cedar_ps_sets, mem_cedar_ps) = retained(cedar_ps_parse);
+    let cedar_ps = partition::PerServer::new(
+        &sets,
+        cedar_ps_sets?
+            .into_iter()
+            .map(cedar::Engine::new)
+            .collect::<Result<_, _>>()?,
+    )?;
+    let load_cedar_ps = time_ms(load_reps.min(5), || cedar_ps_parse().is_ok());
+    let rego_ps_load = || -> Result<Vec<rego::Engine>, String> {
+        rego_set_texts
+            .iter()
+            .map(|t| {
+                let mut e = rego::Engine::new(t)?;
+                e.decide(regorus::Value::from(first_input.clone()))?;
+                Ok(e)
+            })
+            .collect()
+    };
+    let (rego_ps_engines, mem_rego_ps) = retained(rego_ps_load);
+    let mut rego_ps = partition::PerServer::new(&sets, rego_ps_engines?)?;
+    let load_rego_ps = time_ms(load_reps.min(3), || rego_ps_load().is_ok());
+
     // The answers mcppol gives, and every input prepared ahead.
     let ids: HashMap<&str, (Effect, usize)> = spec
         .rules
@@ -241,6 +313,22 @@ fn run_size(size: usize, o: &Options) -> Result<Row, String> {
         .iter()
         .map(|i| regorus::Value::from(i.clone()))
         .collect();
+    // Per server: the dispatch key (the folded server id the input carries)
+    // and Cedar requests whose resource is the folded tool.
+    let server_fs: Vec<String> = work
+        .requests
+        .iter()
+        .map(|(_, r)| gen::fold(&r.server))
+        .collect();
+    let cedar_scoped = cedar_ps.engines.first().ok_or("no Cedar set")?;
+    let cedar_ps_requests: Vec<cedar_policy::Request> = work
+        .requests
+        .iter()
+        .zip(&inputs)
+        .map(|((_, r), i)| {
+            cedar_scoped.request_scoped(&r.principal, &gen::fold(&r.tool), i.clone())
+        })
+        .collect::<Result<_, _>>()?;
 
     // Check before timing: same decision and deciding rule everywhere.
     let mut mismatches = Vec::new();
@@ -268,9 +356,20 @@ fn run_size(size: usize, o: &Options) -> Result<Row, String> {
         let got_cedar = cedar.decide(&cedar_requests[n]);
         let errors = cedar.errors(&cedar_requests[n]);
         let got_rego = rego.decide(rego_inputs[n].clone())?;
-        if got_cedar != want || got_rego != want || !errors.is_empty() {
+        let cedar_set = &cedar_ps.engines[cedar_ps.slot(&server_fs[n])];
+        let got_cedar_ps = cedar_set.decide(&cedar_ps_requests[n]);
+        let errors_ps = cedar_set.errors(&cedar_ps_requests[n]);
+        let slot = rego_ps.slot(&server_fs[n]);
+        let got_rego_ps = rego_ps.engines[slot].decide(rego_inputs[n].clone())?;
+        if got_cedar != want
+            || got_rego != want
+            || !errors.is_empty()
+            || got_cedar_ps != want
+            || got_rego_ps != want
+            || !errors_ps.is_empty()
+        {
             mismatches.push(format!(
-                "request {n} {spec_req:?}\n  mcppol {want:?} ({:?})\n  cedar  {got_cedar:?} {errors:?}\n  rego   {got_rego:?}",
+                "request {n} {spec_req:?}\n  mcppol {want:?} ({:?})\n  cedar  {got_cedar:?} {errors:?}\n  rego   {got_rego:?}\n  cedar per server {got_cedar_ps:?} {errors_ps:?}\n  rego per server  {got_rego_ps:?}",
                 d.rule_id
             ));
         }
@@ -299,6 +398,7 @@ fn run_size(size: usize, o: &Options) -> Result<Row, String> {
     // Time: interleaved samples.
     let n = requests.len();
     let rego_cell = std::cell::RefCell::new(&mut rego);
+    let rego_ps_cell = std::cell::RefCell::new(&mut rego_ps);
     let mut passes: Vec<Pass<'_>> = vec![
         Box::new(|| {
             for r in &requests {
@@ -331,7 +431,41 @@ fn run_size(size: usize, o: &Options) -> Result<Row, String> {
                 black_box(engine.decide(input).ok());
             }
         }),
+        // Per server: the dispatch is in the timing.
+        Box::new(|| {
+            for (r, key) in cedar_ps_requests.iter().zip(&server_fs) {
+                let set = &cedar_ps.engines[cedar_ps.slot(black_box(key))];
+                black_box(set.decide(black_box(r)));
+            }
+        }),
+        Box::new(|| {
+            let mut ps = rego_ps_cell.borrow_mut();
+            for (i, key) in rego_inputs.iter().zip(&server_fs) {
+                let slot = ps.slot(black_box(key));
+                black_box(ps.engines[slot].decide(black_box(i).clone()).ok());
+            }
+        }),
+        Box::new(|| {
+            for (_, r) in &work.requests {
+                let context = prep.input(black_box(r));
+                let slot = cedar_ps.slot(context["server_f"].as_str().unwrap_or_default());
+                let tool_f = context["tool_f"].as_str().unwrap_or_default().to_string();
+                let set = &cedar_ps.engines[slot];
+                if let Ok(req) = set.request_scoped(&r.principal, &tool_f, context) {
+                    black_box(set.decide(&req));
+                }
+            }
+        }),
+        Box::new(|| {
+            let mut ps = rego_ps_cell.borrow_mut();
+            for (_, r) in &work.requests {
+                let input = prep.input(black_box(r));
+                let slot = ps.slot(input["server_f"].as_str().unwrap_or_default());
+                black_box(ps.engines[slot].decide(regorus::Value::from(input)).ok());
+            }
+        }),
     ];
+    let kinds_at = passes.len();
     for (kind, _) in gen::KINDS.iter().enumerate() {
         let of_kind: Vec<mcppol::Request<'_>> = work
             .requests
@@ -350,10 +484,10 @@ fn run_size(size: usize, o: &Options) -> Result<Row, String> {
     // The per-kind passes decide PER_KIND requests, not n.
     let scale = n as f64 / gen::PER_KIND as f64;
     let kind_ns = [
-        medians[5] * scale,
-        medians[6] * scale,
-        medians[7] * scale,
-        medians[8] * scale,
+        medians[kinds_at] * scale,
+        medians[kinds_at + 1] * scale,
+        medians[kinds_at + 2] * scale,
+        medians[kinds_at + 3] * scale,
     ];
     Ok(Row {
         size,
@@ -362,6 +496,14 @@ fn run_size(size: usize, o: &Options) -> Result<Row, String> {
         regorus_ns: medians[2],
         cedar_e2e_ns: medians[3],
         regorus_e2e_ns: medians[4],
+        cedar_ps_ns: medians[5],
+        regorus_ps_ns: medians[6],
+        cedar_ps_e2e_ns: medians[7],
+        regorus_ps_e2e_ns: medians[8],
+        sets: sets.len(),
+        max_set_rules: sets.iter().map(|s| s.rules.len()).max().unwrap_or(0),
+        load_ps_ms: [load_cedar_ps, load_rego_ps],
+        memory_ps: [mem_cedar_ps, mem_rego_ps],
         kind_ns,
         allocs_per_decision,
         load_ms: [load_mcppol, load_cedar, load_rego],
@@ -409,7 +551,7 @@ fn main() {
         match run_size(size, &o) {
             Ok(row) => {
                 eprintln!(
-                    "  all {} requests agree across mcppol, Cedar and regorus",
+                    "  all {} requests agree across mcppol, Cedar and regorus (flat and per server)",
                     gen::PER_KIND * gen::KINDS.len()
                 );
                 rows.push(row);
@@ -420,29 +562,50 @@ fn main() {
             }
         }
     }
-    println!();
-    println!("decision latency (median per decision over the mix; ratio = other / mcppol)");
-    println!(
-        "{:>6} | {:>10} | {:>10} {:>7} | {:>10} {:>7} | {:>10} {:>7} | {:>10} {:>7} | {:>9}",
-        "rules", "mcppol", "Cedar", "x", "regorus", "x", "Cedar e2e", "x", "rego e2e", "x", "vs 10"
-    );
     let base = rows.first().map(|r| r.mcppol_ns).unwrap_or(f64::NAN);
-    for r in &rows {
+    let latency = |title: &str, pick: &dyn Fn(&Row) -> [f64; 4]| {
+        println!();
+        println!("{title}");
         println!(
-            "{:>6} | {:>10} | {:>10} {:>6.1}x | {:>10} {:>6.1}x | {:>10} {:>6.1}x | {:>10} {:>6.1}x | {:>8.2}x",
-            r.size,
-            fmt_ns(r.mcppol_ns),
-            fmt_ns(r.cedar_ns),
-            r.cedar_ns / r.mcppol_ns,
-            fmt_ns(r.regorus_ns),
-            r.regorus_ns / r.mcppol_ns,
-            fmt_ns(r.cedar_e2e_ns),
-            r.cedar_e2e_ns / r.mcppol_ns,
-            fmt_ns(r.regorus_e2e_ns),
-            r.regorus_e2e_ns / r.mcppol_ns,
-            r.mcppol_ns / base,
+            "{:>6} | {:>10} | {:>10} {:>7} | {:>10} {:>7} | {:>10} {:>7} | {:>10} {:>7} | {:>9}",
+            "rules",
+            "mcppol",
+            "Cedar",
+            "x",
+            "regorus",
+            "x",
+            "Cedar e2e",
+            "x",
+            "rego e2e",
+            "x",
+            "vs 10"
         );
-    }
+        for r in &rows {
+            let [c, g, ce, ge] = pick(r);
+            println!(
+                "{:>6} | {:>10} | {:>10} {:>6.1}x | {:>10} {:>6.1}x | {:>10} {:>6.1}x | {:>10} {:>6.1}x | {:>8.2}x",
+                r.size,
+                fmt_ns(r.mcppol_ns),
+                fmt_ns(c),
+                c / r.mcppol_ns,
+                fmt_ns(g),
+                g / r.mcppol_ns,
+                fmt_ns(ce),
+                ce / r.mcppol_ns,
+                fmt_ns(ge),
+                ge / r.mcppol_ns,
+                r.mcppol_ns / base,
+            );
+        }
+    };
+    latency(
+        "decision latency, Cedar and regorus per server (median per decision over the mix; ratio = other / mcppol)",
+        &|r| [r.cedar_ps_ns, r.regorus_ps_ns, r.cedar_ps_e2e_ns, r.regorus_ps_e2e_ns],
+    );
+    latency(
+        "decision latency, Cedar and regorus flat (one set for all rules)",
+        &|r| [r.cedar_ns, r.regorus_ns, r.cedar_e2e_ns, r.regorus_e2e_ns],
+    );
     println!();
     println!("mcppol by request kind, and allocations per decision");
     println!(
@@ -463,30 +626,49 @@ fn main() {
     println!();
     println!("load (parse + compile, median) and memory kept by the loaded policy");
     println!(
-        "{:>6} | {:>10} {:>10} {:>10} | {:>10} {:>10} {:>10}",
-        "rules", "mcppol", "Cedar", "regorus", "mcppol", "Cedar", "regorus"
+        "{:>6} | {:>10} {:>10} {:>10} {:>10} {:>10} | {:>10} {:>10} {:>10} {:>10} {:>10} | {:>12}",
+        "rules",
+        "mcppol",
+        "Cedar",
+        "regorus",
+        "Cedar/srv",
+        "rego/srv",
+        "mcppol",
+        "Cedar",
+        "regorus",
+        "Cedar/srv",
+        "rego/srv",
+        "sets (max)"
     );
     for r in &rows {
         println!(
-            "{:>6} | {:>7.2} ms {:>7.2} ms {:>7.2} ms | {:>10} {:>10} {:>10}",
+            "{:>6} | {:>7.2} ms {:>7.2} ms {:>7.2} ms {:>7.2} ms {:>7.2} ms | {:>10} {:>10} {:>10} {:>10} {:>10} | {:>12}",
             r.size,
             r.load_ms[0],
             r.load_ms[1],
             r.load_ms[2],
+            r.load_ps_ms[0],
+            r.load_ps_ms[1],
             fmt_bytes(r.memory[0]),
             fmt_bytes(r.memory[1]),
             fmt_bytes(r.memory[2]),
+            fmt_bytes(r.memory_ps[0]),
+            fmt_bytes(r.memory_ps[1]),
+            format!("{} ({})", r.sets, r.max_set_rules),
         );
     }
     if let Some(path) = &o.csv {
         let mut text = String::from(
             "rules,mcppol_ns,cedar_ns,regorus_ns,cedar_e2e_ns,regorus_e2e_ns,\
              deny_ns,ask_ns,allow_ns,default_ns,allocs_per_decision,\
-             load_mcppol_ms,load_cedar_ms,load_regorus_ms,mem_mcppol_b,mem_cedar_b,mem_regorus_b\n",
+             load_mcppol_ms,load_cedar_ms,load_regorus_ms,mem_mcppol_b,mem_cedar_b,mem_regorus_b,\
+             cedar_ps_ns,regorus_ps_ns,cedar_ps_e2e_ns,regorus_ps_e2e_ns,\
+             load_cedar_ps_ms,load_regorus_ps_ms,mem_cedar_ps_b,mem_regorus_ps_b,sets,max_set_rules\n",
         );
         for r in &rows {
             text.push_str(&format!(
-                "{},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.3},{:.3},{:.3},{:.3},{},{},{}\n",
+                "{},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.3},{:.3},{:.3},{:.3},{},{},{},\
+                 {:.1},{:.1},{:.1},{:.1},{:.3},{:.3},{},{},{},{}\n",
                 r.size,
                 r.mcppol_ns,
                 r.cedar_ns,
@@ -504,6 +686,16 @@ fn main() {
                 r.memory[0],
                 r.memory[1],
                 r.memory[2],
+                r.cedar_ps_ns,
+                r.regorus_ps_ns,
+                r.cedar_ps_e2e_ns,
+                r.regorus_ps_e2e_ns,
+                r.load_ps_ms[0],
+                r.load_ps_ms[1],
+                r.memory_ps[0],
+                r.memory_ps[1],
+                r.sets,
+                r.max_set_rules,
             ));
         }
         let written = std::fs::File::create(path).and_then(|mut f| f.write_all(text.as_bytes()));

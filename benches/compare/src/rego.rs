@@ -11,8 +11,13 @@
 //! passes (`input.canon`). Precedence is Rego too: `decision` is
 //! deny > ask > allow > default with the smallest position, so the harness
 //! only maps the position back to the rule id.
+//!
+//! Per server ([`render_set`]): one module, loaded into its own engine, per
+//! server (see `partition.rs`), without the server tests the dispatch has
+//! decided.
 
 use crate::gen::{fold, Cond, Effect, PolicySpec, RuleSpec, Target};
+use crate::partition::Set;
 use crate::Outcome;
 
 fn glob_exprs(field: &str, pattern: &str, out: &mut Vec<String>) {
@@ -48,24 +53,31 @@ fn regex_escape(s: &str) -> String {
         .collect()
 }
 
-/// The bodies (alternatives) of one target.
-fn target(t: &Target, loose: bool) -> Vec<Vec<String>> {
+/// The bodies (alternatives) of one target. `named`: the target sits in a
+/// named server's set (per-server mode), where the dispatch already decided
+/// a loose server test.
+fn target(t: &Target, loose: bool, named: bool) -> Vec<Vec<String>> {
     let (sf, tf) = if loose {
         ("input.server_f", "input.tool_f")
     } else {
         ("input.server", "input.tool")
     };
     let f = |p: &str| if loose { fold(p) } else { p.to_string() };
+    let skip_server = named && loose;
     let mut base = Vec::new();
     match t {
         Target::Any => {}
         Target::Bare { tool } => glob_exprs(tf, &f(tool), &mut base),
         Target::Pair { server, tool } => {
-            glob_exprs(sf, &f(server), &mut base);
+            if !skip_server {
+                glob_exprs(sf, &f(server), &mut base);
+            }
             glob_exprs(tf, &f(tool), &mut base);
         }
         Target::Regex { server, re } => {
-            glob_exprs(sf, &f(server), &mut base);
+            if !skip_server {
+                glob_exprs(sf, &f(server), &mut base);
+            }
             let src = re.source();
             let fields: &[&str] = if loose {
                 &["input.tool", "input.tool_f"]
@@ -128,7 +140,7 @@ fn cond(c: &Cond, out: &mut Vec<String>) {
     }
 }
 
-fn rule(r: &RuleSpec, out: &mut String) {
+fn rule(r: &RuleSpec, named: bool, out: &mut String) {
     let head = match r.effect {
         Effect::Deny => "deny_hits",
         Effect::Ask => "ask_hits",
@@ -139,7 +151,7 @@ fn rule(r: &RuleSpec, out: &mut String) {
         cond(c, &mut tail);
     }
     for t in &r.targets {
-        for mut body in target(t, r.effect.loose()) {
+        for mut body in target(t, r.effect.loose(), named) {
             body.extend(tail.iter().cloned());
             if body.is_empty() {
                 body.push("true".to_string());
@@ -155,8 +167,26 @@ fn rule(r: &RuleSpec, out: &mut String) {
 
 /// The policy as one Rego module.
 pub fn render(spec: &PolicySpec) -> String {
-    let mut out = String::from(
-        r#"package mcppol
+    let mut out = String::from(HEADER);
+    for r in &spec.rules {
+        rule(r, false, &mut out);
+    }
+    out
+}
+
+/// One set of the per-server mode as its own Rego module (loaded into its
+/// own engine): the same encoding, without the server tests the dispatch
+/// has decided.
+pub fn render_set(set: &Set) -> String {
+    let mut out = String::from(HEADER);
+    for r in &set.rules {
+        rule(r, set.named(), &mut out);
+    }
+    out
+}
+
+/// The module's head: the helpers and the precedence.
+const HEADER: &str = r#"package mcppol
 
 import rego.v1
 
@@ -185,13 +215,7 @@ ask_hits contains -1 if false
 
 allow_hits contains -1 if false
 
-"#,
-    );
-    for r in &spec.rules {
-        rule(r, &mut out);
-    }
-    out
-}
+"#;
 
 /// A loaded regorus engine.
 pub struct Engine {
