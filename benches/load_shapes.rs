@@ -15,8 +15,11 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use mcppol::lint::{check_text, LintOptions};
 use mcppol::{LoadOptions, PolicySet};
 
+/// The `i`-th rule of a generated file.
+type Rule = fn(usize) -> String;
+
 /// One kind of target, as the `i`-th rule writes it.
-const KINDS: &[(&str, fn(usize) -> String)] = &[
+const KINDS: &[(&str, Rule)] = &[
     ("literal", |i| format!(r#"allow "s{i}/t{i}""#)),
     ("prefix", |i| format!(r#"deny "s/t{i}_*""#)),
     ("suffix", |i| format!(r#"deny "s/*_{i}t""#)),
@@ -35,7 +38,7 @@ fn sizes() -> Vec<usize> {
     }
 }
 
-fn text(rule: fn(usize) -> String, n: usize) -> String {
+fn text(rule: Rule, n: usize) -> String {
     let mut out = String::from("policy p {\n");
     for i in 0..n {
         out.push_str("  ");

@@ -76,7 +76,7 @@ fn a_file_past_the_regex_budget_is_refused_with_a_clear_error() {
     // Distinct regexes, each about 1 MiB compiled.
     let text = policy((0..3000).map(|i| format!(r#"deny "s{i}" ~ /\w{{20}}{i}/"#)));
     let (bytes, set) = load_counted(&text);
-    let err = set.err().expect("the budget refuses the file");
+    let err = set.expect_err("the budget refuses the file");
     let budget: Vec<_> = err
         .diagnostics
         .iter()

@@ -42,11 +42,11 @@ impl Compiler<'_> {
                             ),
                         )
                         .with_label("over the budget")
-                        .with_help(format!(
+                        .with_help(
                             "use fewer distinct regexes (identical ones are compiled once) or smaller ones: \
-                             `\\w` and `\\d` cover all of Unicode and a counted repetition (`{{20}}`) multiplies that; \
+                             `\\w` and `\\d` cover all of Unicode and a counted repetition (`{20}`) multiplies that; \
                              `[a-z0-9_]` or `(?-u:\\w)` is far smaller",
-                        )),
+                        ),
                     );
                     return None;
                 }
