@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 pub use condition::Tri;
-pub(crate) use condition::{eval as eval_condition, eval_pred, Facts};
+pub(crate) use condition::{compare_numbers, eval as eval_condition, eval_pred, Facts};
 pub use decision::{Decision, Reason, Source, Verdict};
 pub use request::Request;
 

@@ -70,7 +70,7 @@ pub(super) struct VisPattern {
     pub(super) span: Span,
     pub(super) server: Glob,
     pub(super) name: Option<Glob>,
-    pub(super) regex: Option<regex::Regex>,
+    pub(super) regex: Option<crate::policy::CompiledRegex>,
 }
 
 impl VisPattern {
@@ -93,7 +93,13 @@ impl VisPattern {
             syntax::TargetAst::Regex { server, regex, .. } => (
                 Glob::new(&prep(&server.node)),
                 None,
-                Some(regex::Regex::new(&regex.node).ok()?),
+                Some(
+                    crate::policy::CompiledRegex::new(
+                        &regex.node,
+                        crate::compile::REGEX_SIZE_LIMIT,
+                    )
+                    .ok()?,
+                ),
             ),
         };
         Some(VisPattern {
