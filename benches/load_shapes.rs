@@ -9,11 +9,16 @@
 
 #![allow(clippy::expect_used)] // a benchmark stops on a broken fixture
 
+use std::alloc::System;
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use mcppol::lint::{check_text, LintOptions};
 use mcppol::{LoadOptions, PolicySet};
+use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
+
+#[global_allocator]
+static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 
 /// The `i`-th rule of a generated file.
 type Rule = fn(usize) -> String;
@@ -74,5 +79,27 @@ fn shapes(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, shapes);
+/// The issue's regex input: 3,000 lines of one Unicode-wide regex (3.4 GB
+/// and 21 s to load when each line compiled its own copy). Prints the
+/// bytes loading allocates, then times the load.
+fn runaway_regex(c: &mut Criterion) {
+    let text = text(|i| format!(r#"deny "s{i}" ~ /\w{{20}}/"#), 3000);
+    let region = Region::new(GLOBAL);
+    let set = PolicySet::from_text("runaway.mcppol", &text).expect("loads");
+    let stats = region.change();
+    eprintln!(
+        "3,000 x /\\w{{20}}/: {} bytes allocated while loading, {} kept",
+        stats.bytes_allocated,
+        stats.bytes_allocated as i64 - stats.bytes_deallocated as i64
+    );
+    drop(set);
+    let mut group = c.benchmark_group("load_shapes/runaway");
+    group.sample_size(10);
+    group.bench_function("regex_3000_identical", |b| {
+        b.iter(|| PolicySet::from_text("runaway.mcppol", black_box(&text)).expect("loads"))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, shapes, runaway_regex);
 criterion_main!(benches);
