@@ -181,8 +181,44 @@ fn pop_segment(out: &mut String) {
     }
 }
 
+/// Whether `uri` is certainly normal already: nothing to decode or
+/// refuse, no upper case in scheme or host, no `.` or `..` segment. Lets the
+/// common case through without allocating.
+fn is_normal(uri: &str) -> bool {
+    if uri.bytes().any(|b| matches!(b, b'%' | b'\\' | 0)) {
+        return false;
+    }
+    let mut at = 0;
+    if let Some(len) = scheme_len(uri) {
+        if uri[..len].bytes().any(|b| b.is_ascii_uppercase()) {
+            return false;
+        }
+        at = len + 1;
+    }
+    let hier_end = uri[at..].find(['?', '#']).map_or(uri.len(), |i| i + at);
+    let mut path = &uri[at..hier_end];
+    if let Some(rest) = path.strip_prefix("//") {
+        let auth_end = rest.find('/').unwrap_or(rest.len());
+        let authority = &rest[..auth_end];
+        let host = &authority[authority.rfind('@').map_or(0, |i| i + 1)..];
+        if host.bytes().any(|b| b.is_ascii_uppercase()) {
+            return false;
+        }
+        path = &rest[auth_end..];
+    }
+    !path.split('/').any(|seg| seg == "." || seg == "..")
+}
+
 /// Normalizes a resource URI; borrows when it is already normal.
 pub fn normalize(uri: &str) -> Result<Cow<'_, str>, UriError> {
+    if is_normal(uri) {
+        return Ok(Cow::Borrowed(uri));
+    }
+    normalize_fully(uri)
+}
+
+/// [`normalize`] without the quick check.
+fn normalize_fully(uri: &str) -> Result<Cow<'_, str>, UriError> {
     let mut out = String::with_capacity(uri.len());
     let mut at = 0;
     if let Some(len) = scheme_len(uri) {
@@ -313,6 +349,26 @@ mod tests {
         }
         // Outside the path an encoded slash is data, not a separator.
         assert_eq!(n("https://h/p?next=%2Fetc"), "https://h/p?next=%2Fetc");
+    }
+
+    #[test]
+    fn the_quick_check_agrees_with_normalizing() {
+        let pieces = [
+            "a", "A", "/", ".", "..", "%2e", "%41", "?", "#", "//", "@", ":", "x:", "é", "\\",
+        ];
+        // Every string of up to four pieces.
+        let mut stack: Vec<(String, usize)> = vec![(String::new(), 0)];
+        while let Some((s, count)) = stack.pop() {
+            if is_normal(&s) {
+                let full = normalize_fully(&s).map(Cow::into_owned);
+                assert_eq!(full, Ok(s.clone()), "{s:?} is not normal");
+            }
+            if count < 4 {
+                for p in pieces {
+                    stack.push((format!("{s}{p}"), count + 1));
+                }
+            }
+        }
     }
 
     #[test]

@@ -21,6 +21,7 @@ const TOOL_AWARE: &[&str] = &[
     "unknown_argument",
     "argument_type",
     "path_not_string",
+    "missed_path_argument",
 ];
 
 fn fs_listing() -> Listing {

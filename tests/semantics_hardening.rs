@@ -338,3 +338,25 @@ fn a_request_naming_a_server_with_a_slash_is_refused() {
     );
     assert_eq!(d(&p, &Request::tool("a", "b/c")).0, "allow");
 }
+
+#[test]
+fn explain_agrees_with_decide_on_resource_uris() {
+    let p = load(PROJECT);
+    for server in ["fs", "web", "a/b"] {
+        for uri in [
+            "file:///home/dev/project/a.txt",
+            "file:///home/dev/project/../../../etc/passwd",
+            "FILE:///ETC/passwd",
+            "file:///etc/%70asswd",
+            "file:///home/dev/project/%2e%2e/x",
+            "file:///a%2Fb",
+            "file:///a%",
+            "docs/../readme.md",
+            "",
+        ] {
+            let r = Request::resource(server, uri);
+            let explained = mcppol::eval::explain::explain(&p, &r);
+            assert_eq!(explained.decision, p.decide(&r), "{server} {uri}");
+        }
+    }
+}

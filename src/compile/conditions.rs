@@ -153,6 +153,27 @@ impl Compiler<'_> {
                     );
                     return None;
                 }
+                if let (true, serde_json::Value::Number(n)) = (ordering, &value.node) {
+                    if crate::eval::compare_numbers(n, n).is_none() {
+                        self.push(
+                            Diagnostic::error(
+                                self.source,
+                                "mcppol::compile::inexact_number",
+                                value.span,
+                                format!(
+                                    "`{}` cannot be held exactly, so `{}` with it always fails",
+                                    self.text(value.span).trim(),
+                                    op.node.as_str()
+                                ),
+                            )
+                            .with_label("beyond 64 bits")
+                            .with_help(
+                                "numbers compare exactly only as integers within 64 bits (up to 18446744073709551615) or as decimals; write a smaller bound",
+                            ),
+                        );
+                        return None;
+                    }
+                }
                 if let Operand::Annotation(key) = operand {
                     if ordering || !value.node.is_boolean() {
                         self.push(

@@ -41,9 +41,11 @@ use crate::syntax::TargetKind;
 pub struct Request<'a> {
     /// Tool call, resource read or prompt get.
     pub kind: TargetKind,
-    /// The server's id, chosen by the host (`github`, `fs`).
+    /// The server's id, chosen by the host (`github`, `fs`). It never holds
+    /// `/`: a request whose server does is denied (`reason: bad_server`).
     pub server: &'a str,
-    /// The tool or prompt name, or the resource URI.
+    /// The tool or prompt name, or the resource URI (normalized before any
+    /// rule sees it; one that cannot be is denied, `reason: bad_uri`).
     pub name: &'a str,
     /// The call's final arguments (a JSON object). `None` reads as `{}`.
     pub args: Option<&'a Value>,

@@ -16,12 +16,14 @@ mod folded_regex;
 mod inexact_allow;
 pub mod listing;
 mod matches_nothing;
+mod missed_path;
 mod path_test;
 mod patterns;
 mod relative_root;
 #[cfg(feature = "cli")]
 pub mod sarif;
 mod schema;
+mod scheme_server;
 mod shadowed;
 pub mod silence;
 mod tainted;
@@ -73,6 +75,7 @@ lints! {
     FOLDED_REGEX = "folded_regex": "a deny, ask or exclude regex that needs case or punctuation loose matching folds away";
     MATCHES_NOTHING = "matches_nothing": "a target pattern that matches no name";
     RELATIVE_ROOT = "relative_root": "a path root that is not absolute";
+    SCHEME_AS_SERVER = "scheme_as_server": "a resource target whose URI scheme is read as the server id";
     TRUST_ALL_ANNOTATIONS = "trust_all_annotations": "`trusted all` together with rules that decide on annotations";
     ASK_WITHOUT_APPROVER = "ask_without_approver": "an `ask` rule on resource reads or prompt gets, which never have an approver: always a deny";
     UNTRUSTED_ANNOTATION = "untrusted_annotation": "an annotation test in an allow rule that is never true for a server that is not trusted";
@@ -80,6 +83,7 @@ lints! {
     UNKNOWN_ARGUMENT = "unknown_argument": "an argument selector that no matched tool's inputSchema has";
     ARGUMENT_TYPE = "argument_type": "a test the argument's declared type contradicts";
     PATH_NOT_STRING = "path_not_string": "a path test on an argument that is not a string";
+    MISSED_PATH_ARGUMENT = "missed_path_argument": "a deny or ask rule that tests a path argument its tools take under other names";
     UNKNOWN_LINT = "unknown_lint": "`# mcppol: allow(...)` names a lint that does not exist";
     BAD_DIRECTIVE = "bad_directive": "a `# mcppol:` comment that cannot be read";
     UNUSED_ALLOW = "unused_allow": "`# mcppol: allow(...)` names a lint that nothing there raises";
@@ -129,12 +133,14 @@ pub fn lint(
         folded_regex::check(&mut cx);
         matches_nothing::check(&mut cx);
         relative_root::check(&mut cx);
+        scheme_server::check(&mut cx);
         trust_all::check(&mut cx);
         ask_without_approver::check(&mut cx);
         untrusted_annotation::check(&mut cx);
         if cx.tools.is_some() {
             unknown_tool::check(&mut cx);
             schema::check(&mut cx);
+            missed_path::check(&mut cx);
         }
         for (lint, diagnostic) in cx.out {
             if !directives.silences(lint, ast, diagnostic.span) {

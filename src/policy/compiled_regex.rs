@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use regex_automata::meta;
 
-/// One compiled regex. Cloning shares the compiled program (each clone
-/// keeps its own search cache, made on first use).
+/// One compiled regex. Cloning shares it, search caches included (they
+/// are pooled per thread), so a regex written on many rules costs once.
 #[derive(Clone)]
 pub struct CompiledRegex {
-    re: meta::Regex,
+    re: Arc<meta::Regex>,
     source: Arc<str>,
 }
 
@@ -40,7 +40,7 @@ impl CompiledRegex {
             .hybrid_cache_capacity(size_limit);
         match meta::Regex::builder().configure(config).build(source) {
             Ok(re) => Ok(CompiledRegex {
-                re,
+                re: Arc::new(re),
                 source: source.into(),
             }),
             Err(e) => Err(match (e.size_limit(), e.syntax_error()) {
