@@ -13,7 +13,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 pub use condition::Tri;
-pub(crate) use condition::{eval as eval_condition, Facts, MAX_LIST_NESTING};
+pub(crate) use condition::{compare_numbers, eval as eval_condition, Facts, MAX_LIST_NESTING};
 pub use decision::{Decision, Reason, Source, Verdict};
 pub use request::Request;
 
