@@ -13,7 +13,7 @@ use std::alloc::System;
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use mcppol::lint::{check_text, LintOptions};
+use mcppol::{check_text, LintOptions};
 use mcppol::{LoadOptions, PolicySet};
 use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
 

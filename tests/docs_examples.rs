@@ -14,7 +14,6 @@
 //! (that caption line left out) before the examples after it run: the
 //! policy a page shows is the one its example checks.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -355,7 +355,7 @@ fn explain_agrees_with_decide_on_resource_uris() {
             "",
         ] {
             let r = Request::resource(server, uri);
-            let explained = mcppol::eval::explain::explain(&p, &r);
+            let explained = p.explain(&r);
             assert_eq!(explained.decision, p.decide(&r), "{server} {uri}");
         }
     }
