@@ -14,7 +14,6 @@
 //! (that caption line left out) before the examples after it run: the
 //! policy a page shows is the one its example checks.
 
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

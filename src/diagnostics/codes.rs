@@ -140,6 +140,10 @@ codes! {
         "the file's distinct regexes compile to more than their shared budget together",
         fix: "use fewer distinct regexes, or smaller ones (`[a-z0-9_]` instead of `\\w`)"
     }
+    COMPILE_INEXACT_NUMBER = "mcppol::compile::inexact_number" {
+        "an ordering test compares with a number beyond 64 bits, which cannot be held exactly",
+        fix: "use a bound within 64 bits"
+    }
     COMPILE_BAD_TEST = "mcppol::compile::bad_test" {
         "a test does not fit what it tests (an ordering on an annotation, `exists` on an annotation, a test on a host predicate, a value of the wrong form)",
         fix: "write the form the message gives"
