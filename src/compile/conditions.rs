@@ -158,7 +158,7 @@ impl Compiler<'_> {
                         self.push(
                             Diagnostic::error(
                                 self.source,
-                                "mcppol::compile::inexact_number",
+                                codes::COMPILE_INEXACT_NUMBER,
                                 value.span,
                                 format!(
                                     "`{}` cannot be held exactly, so `{}` with it always fails",
