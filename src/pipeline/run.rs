@@ -559,12 +559,7 @@ impl Pipeline {
         if let Some(a) = entry.def.get("annotations") {
             request = request.with_annotations(a);
         }
-        if let Some(p) = &opts.principal {
-            request = request.with_principal(p);
-        }
-        if let Some(a) = &opts.assigns {
-            request = request.with_assigns(a);
-        }
+        request = opts.apply(request);
         if self.approver.is_none() {
             request = request.without_approver();
         }
@@ -817,16 +812,10 @@ impl Pipeline {
             None => Decision::no_policy(),
             Some(p) => {
                 let taint: Vec<&str> = opts.taint.iter().map(String::as_str).collect();
-                let mut r = Request::resource(&self.server, uri)
+                let r = Request::resource(&self.server, uri)
                     .with_taint(&taint)
                     .without_approver();
-                if let Some(pr) = &opts.principal {
-                    r = r.with_principal(pr);
-                }
-                if let Some(a) = &opts.assigns {
-                    r = r.with_assigns(a);
-                }
-                p.decide(&r)
+                p.decide(&opts.apply(r))
             }
         };
         emit_decision(
@@ -896,13 +885,7 @@ impl Pipeline {
                 if let Some(a) = &arguments {
                     r = r.with_args(a);
                 }
-                if let Some(pr) = &opts.principal {
-                    r = r.with_principal(pr);
-                }
-                if let Some(a) = &opts.assigns {
-                    r = r.with_assigns(a);
-                }
-                p.decide(&r)
+                p.decide(&opts.apply(r))
             }
         };
         emit_decision(

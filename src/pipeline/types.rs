@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::mcp::McpError;
+use crate::Request;
 
 /// One tool call as the pipeline carries it. Hooks get a copy; a
 /// before-hook may hand back one with other `arguments` or `meta`, nothing
@@ -204,6 +205,18 @@ pub struct CallOptions {
 }
 
 impl CallOptions {
+    /// The request with this call's principal and assigns, the part of the
+    /// policy's inputs every governed request kind shares.
+    pub(crate) fn apply<'a>(&'a self, mut request: Request<'a>) -> Request<'a> {
+        if let Some(p) = &self.principal {
+            request = request.with_principal(p);
+        }
+        if let Some(a) = &self.assigns {
+            request = request.with_assigns(a);
+        }
+        request
+    }
+
     pub fn principal(mut self, p: &str) -> Self {
         self.principal = Some(p.to_string());
         self
