@@ -15,14 +15,11 @@ use std::hint::black_box;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use mcppol::{PolicySet, Request};
 
+#[path = "common/sizes.rs"]
+mod sizes;
+
 fn sizes() -> Vec<usize> {
-    match std::env::var("MCPPOL_BENCH_SIZES") {
-        Ok(list) => list
-            .split(',')
-            .filter_map(|s| s.trim().parse().ok())
-            .collect(),
-        Err(_) => gen::SIZES.to_vec(),
-    }
+    sizes::from_env(&gen::SIZES)
 }
 
 fn cycle(b: &mut criterion::Bencher<'_>, policy: &mcppol::Policy, requests: &[Request<'_>]) {

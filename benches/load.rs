@@ -21,14 +21,11 @@ use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
 #[global_allocator]
 static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 
+#[path = "common/sizes.rs"]
+mod sizes;
+
 fn sizes() -> Vec<usize> {
-    match std::env::var("MCPPOL_BENCH_SIZES") {
-        Ok(list) => list
-            .split(',')
-            .filter_map(|s| s.trim().parse().ok())
-            .collect(),
-        Err(_) => gen::SIZES.to_vec(),
-    }
+    sizes::from_env(&gen::SIZES)
 }
 
 fn memory_report(works: &[gen::Workload]) {

@@ -33,14 +33,11 @@ const KINDS: &[(&str, Rule)] = &[
     ("regex", |i| format!(r#"deny "s{i}" ~ /^t{}$/"#, i % 1000)),
 ];
 
+#[path = "common/sizes.rs"]
+mod sizes;
+
 fn sizes() -> Vec<usize> {
-    match std::env::var("MCPPOL_BENCH_SIZES") {
-        Ok(list) => list
-            .split(',')
-            .filter_map(|s| s.trim().parse().ok())
-            .collect(),
-        Err(_) => vec![10_000, 40_000, 80_000],
-    }
+    sizes::from_env(&[10_000, 40_000, 80_000])
 }
 
 fn text(rule: Rule, n: usize) -> String {
