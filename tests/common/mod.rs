@@ -9,6 +9,14 @@ use std::sync::{Arc, Mutex};
 /// Runs `f` with a `tracing` subscriber at `level` and returns what it
 /// logged, as plain text.
 pub fn capture_logs(level: tracing::Level, f: impl FnOnce()) -> String {
+    let (captured, subscriber) = capturing(level);
+    tracing::subscriber::with_default(subscriber, f);
+    captured.text()
+}
+
+/// A plain-text subscriber at `level` whose output lands in the returned
+/// buffer.
+fn capturing(level: tracing::Level) -> (Captured, impl tracing::Subscriber + Send + Sync) {
     let captured = Captured::default();
     let writer = captured.clone();
     let subscriber = tracing_subscriber::fmt()
@@ -16,13 +24,17 @@ pub fn capture_logs(level: tracing::Level, f: impl FnOnce()) -> String {
         .with_ansi(false)
         .with_writer(move || writer.clone())
         .finish();
-    tracing::subscriber::with_default(subscriber, f);
-    let bytes = captured.0.lock().unwrap().clone();
-    String::from_utf8_lossy(&bytes).into_owned()
+    (captured, subscriber)
 }
 
 #[derive(Clone, Default)]
 struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Captured {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
 
 impl std::io::Write for Captured {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -125,16 +137,9 @@ pub async fn capture_logs_async<F: std::future::Future<Output = ()>>(
     level: tracing::Level,
     f: F,
 ) -> String {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(level)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
+    let (captured, subscriber) = capturing(level);
     let guard = tracing::subscriber::set_default(subscriber);
     f.await;
     drop(guard);
-    let bytes = captured.0.lock().unwrap().clone();
-    String::from_utf8_lossy(&bytes).into_owned()
+    captured.text()
 }
