@@ -43,6 +43,16 @@ mod escape;
 mod eval;
 mod fingerprint;
 mod fmt;
+/// Internals for the fuzz targets under `fuzz/` (feature `fuzzing`, never a
+/// default): not API. Without the feature the module is private, and the
+/// formatter's unit tests still share its `meaning`.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+#[allow(missing_docs)]
+pub mod fuzzing;
+#[cfg(not(feature = "fuzzing"))]
+#[allow(dead_code, unused_imports)]
+mod fuzzing;
 mod host;
 mod io;
 mod lint;
