@@ -55,6 +55,7 @@ pub mod fuzzing;
 mod fuzzing;
 mod host;
 mod io;
+mod limits;
 mod lint;
 mod listing;
 // The governed call and MCP on the wire: public modules of their own (a
@@ -101,6 +102,7 @@ pub use eval::{Decision, Reason, Request, Source, Tri, Verdict};
 pub use fingerprint::{fingerprint, FingerprintError, Lock, ToolApproval};
 pub use fmt::{format, FmtError};
 pub use host::{HostPredicate, HostPredicates};
+pub use limits::MAX_RULES;
 pub use lint::{check_text, Lint, LintOptions, Listing, ListingError, LINTS};
 pub use policy::{DefaultDecision, PickError, Policy, PolicySet, Scope, Settings, Trusted};
 #[cfg(feature = "store")]

@@ -10,7 +10,7 @@ pub mod memory;
 pub mod stdio;
 pub mod transport;
 
-pub use connection::{ConnectOptions, Connection};
+pub use connection::{ConnectOptions, Connection, DEFAULT_MAX_PENDING, MAX_SERVER_REQUESTS};
 pub use framing::{FrameError, LineReader, DEFAULT_MAX_LINE_BYTES};
 pub use jsonrpc::{Id, Message, Notification, RpcError};
 pub use memory::{FakeServer, MemoryTransport};
