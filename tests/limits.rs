@@ -246,3 +246,43 @@ async fn a_server_flooding_requests_gets_errors_not_tasks() {
     }
     assert_eq!(started.load(Ordering::SeqCst), MAX_SERVER_REQUESTS);
 }
+
+// ---------------------------------------------------------------- listings
+
+fn many_tools(n: usize, page: usize) -> FakeServer {
+    let mut fake = FakeServer::new().page_size(page);
+    for i in 0..n {
+        fake = fake.tool(json!({"name": format!("t{i}")}), |_| Ok(text_result("ok")));
+    }
+    fake
+}
+
+#[tokio::test]
+async fn a_listing_past_the_page_bound_fails_and_lists_nothing() {
+    let fake = many_tools(mcppol::mcp::transport::MAX_PAGES + 1, 1);
+    let t = MemoryTransport::new(fake.clone());
+    match t.list_all_tools().await {
+        Err(McpError::Protocol(m)) => assert!(m.contains("more than 100 pages"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    // Through the pipeline: the listing fails, never an empty list.
+    let p = pipeline(&fake).build().unwrap();
+    let err = p.list_tools(&CallOptions::default()).await.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Protocol, "{err:?}");
+    let err = p
+        .call_tool("t0", json!({}), &CallOptions::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Protocol, "{err:?}");
+    assert!(fake.calls().is_empty());
+}
+
+#[tokio::test]
+async fn a_listing_past_the_item_bound_fails() {
+    let n = mcppol::mcp::transport::MAX_LIST_ITEMS + 1;
+    let t = MemoryTransport::new(many_tools(n, 1000));
+    match t.list_all_tools().await {
+        Err(McpError::Protocol(m)) => assert!(m.contains("more than 10000 items"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+}
