@@ -333,6 +333,9 @@ pub(crate) fn eval_pred(pred: &Pred, facts: &Facts<'_>) -> Tri {
         Test::Annotation(key) => facts.annotation(*key).into(),
         Test::Tainted { ignore } => {
             let request = facts.request;
+            if request.taint_unknown {
+                return Tri::Failed;
+            }
             request
                 .taint
                 .iter()
@@ -360,11 +363,24 @@ pub(crate) fn eval_pred(pred: &Pred, facts: &Facts<'_>) -> Tri {
             leaf.as_str()
                 .map_or(Tri::Failed, |s| regex.is_match(s).into())
         }),
-        Test::Inside { operand, root } => quantify(facts, operand, q, true, |leaf| {
-            leaf.as_str().is_some_and(|s| paths::inside(s, root)).into()
-        }),
-        Test::Escapes { operand, root } => quantify(facts, operand, q, true, |leaf| {
-            (!leaf.as_str().is_some_and(|s| paths::inside(s, root))).into()
-        }),
+        Test::Inside { operand, root } => {
+            // A `$CWD` root with no usable working folder: unknown.
+            let Some(root) = root.resolve(facts.request.cwd) else {
+                return Tri::Failed;
+            };
+            quantify(facts, operand, q, true, |leaf| {
+                leaf.as_str()
+                    .is_some_and(|s| paths::inside(s, &root))
+                    .into()
+            })
+        }
+        Test::Escapes { operand, root } => {
+            let Some(root) = root.resolve(facts.request.cwd) else {
+                return Tri::Failed;
+            };
+            quantify(facts, operand, q, true, |leaf| {
+                (!leaf.as_str().is_some_and(|s| paths::inside(s, &root))).into()
+            })
+        }
     }
 }

@@ -9,7 +9,9 @@ pub mod target_index;
 
 use std::sync::Arc;
 
-pub use condition::{AnnotationKey, Cond, Operand, Pred, Quantifier, Step, Test};
+pub use condition::{
+    AnnotationKey, Cond, Operand, PathRoot, Pred, Quantifier, RootError, Step, Test, CWD_VAR,
+};
 pub use settings::{DefaultDecision, Scope, Settings, Trusted, SETTING_NAMES};
 pub use target_index::{Hits, IndexedTarget, NameMatcher, TargetIndex};
 

@@ -78,6 +78,10 @@ impl<'a, 'r> Walk<'a, 'r> {
         match &pred.test {
             Test::Annotation(key) => self.annotation_saw(*key, facts),
             Test::Tainted { ignore } => {
+                if request.taint_unknown {
+                    return "the host could not read the session's taint: `tainted` fails closed"
+                        .into();
+                }
                 let taint: Vec<&str> = request.taint.to_vec();
                 if taint.is_empty() {
                     return "no taint given: the call is untainted".into();
@@ -121,6 +125,20 @@ impl<'a, 'r> Walk<'a, 'r> {
             Test::Matches { operand, .. } => self.operand_saw(operand, facts, Some("a string")),
             Test::Inside { operand, root } | Test::Escapes { operand, root } => {
                 let base = self.operand_saw(operand, facts, Some("a string"));
+                let Some(resolved) = root.resolve(request.cwd) else {
+                    return match request.cwd {
+                        None => format!("`{root}` is unknown (no cwd given): the test fails closed"),
+                        Some(c) => format!(
+                            "`{root}` is unknown (cwd {} is not an absolute path): the test fails closed",
+                            short(&Value::String(c.into()))
+                        ),
+                    };
+                };
+                let root = match root.is_cwd() {
+                    true => format!("{resolved} (`{root}`)"),
+                    false => resolved.to_string(),
+                };
+                let root_path = resolved.as_ref();
                 let mut verdicts = Vec::new();
                 let values = self.select(operand);
                 let leaves = values.into_iter().flatten().flat_map(|v| match v {
@@ -129,10 +147,10 @@ impl<'a, 'r> Walk<'a, 'r> {
                 });
                 for v in leaves {
                     verdicts.push(match v.as_str() {
-                        Some(s) if paths::inside(s, root) => {
+                        Some(s) if paths::inside(s, root_path) => {
                             format!("{} is inside {root}", short(v))
                         }
-                        Some(s) => match paths::canonicalize(s, root) {
+                        Some(s) => match paths::canonicalize(s, root_path) {
                             Ok(c) => format!("{} is outside {root} (as `{c}`)", short(v)),
                             Err(e) => format!("{} is not a usable path ({e})", short(v)),
                         },
