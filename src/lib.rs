@@ -28,6 +28,7 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+pub mod claude;
 pub mod cli;
 pub mod compile;
 pub mod diagnostics;

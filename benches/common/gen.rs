@@ -576,7 +576,7 @@ fn server_rules(rules: &mut Rules, server: &Server, n: usize, rng: &mut Rng) {
         vec![pair(id, "create_*"), pair(id, "update_*")],
         None,
     );
-    if n % 3 == 0 {
+    if n.is_multiple_of(3) {
         rules.add(Effect::Deny, None, vec![pair(id, "delete_*")], None);
     } else {
         rules.add(

@@ -124,11 +124,11 @@ pub fn decision_text(d: &Decision) -> String {
 
 fn matches(e: &Expect, d: &Decision) -> bool {
     e.decision == d.decision.as_str()
-        && e.source.as_deref().map_or(true, |s| s == d.source.as_str())
-        && e.reason.as_deref().map_or(true, |r| r == d.reason.as_str())
+        && e.source.as_deref().is_none_or(|s| s == d.source.as_str())
+        && e.reason.as_deref().is_none_or(|r| r == d.reason.as_str())
         && e.rule_id
             .as_ref()
-            .map_or(true, |r| r.as_deref() == d.rule_id.as_deref())
+            .is_none_or(|r| r.as_deref() == d.rule_id.as_deref())
 }
 
 /// The policy file a test file is about: `policy PATH`, else the test
