@@ -118,6 +118,11 @@ fn bench(c: &mut Criterion) {
     group.bench_function("pre_tool_use_mcp_tainted_100_rules", |b| {
         b.iter(|| run(&file, &state, &mcp))
     });
+    // The bundled policy for Claude Code (20 rules, a dozen regexes).
+    let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/claude-code.mcppol");
+    group.bench_function("pre_tool_use_bash_bundled_policy", |b| {
+        b.iter(|| run(&bundled, &state, &bash))
+    });
     let post = event("PostToolUse", "mcp__server7__get_page", "{}");
     group.bench_function("post_tool_use_taint", |b| {
         b.iter(|| run(&file, &state, &post))
