@@ -38,7 +38,11 @@ pub mod fmt;
 pub mod host;
 pub mod lint;
 pub(crate) mod listing;
+#[cfg(feature = "pipeline")]
+pub mod mcp;
 pub mod paths;
+#[cfg(feature = "pipeline")]
+pub mod pipeline;
 pub mod policy;
 pub mod store;
 pub mod syntax;

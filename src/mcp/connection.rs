@@ -1,0 +1,520 @@
+//! A JSON-RPC client over any pair of byte streams: request ids, the map of
+//! pending requests with timeouts, notifications to subscribers, and the
+//! server's own requests answered by a [`RequestHandler`]. The stdio
+//! transport runs it over a child's pipes; tests run it over in-memory
+//! pipes.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufRead, AsyncWrite};
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::task::AbortHandle;
+
+use super::framing::{write_line, FrameError, LineReader, DEFAULT_MAX_LINE_BYTES};
+use super::jsonrpc::{Id, Message, Notification, Request, Response};
+use super::transport::{
+    BoxFuture, DefaultHandler, McpError, RequestHandler, ServerInfo, Transport, PROTOCOL_VERSIONS,
+};
+
+/// How a connection behaves.
+#[derive(Clone)]
+pub struct ConnectOptions {
+    /// The longest line read (default 16 MiB); a longer one closes the
+    /// connection with a protocol error.
+    pub max_line_bytes: usize,
+    /// How long a request waits for its answer (default 60 s).
+    pub request_timeout: Duration,
+    /// The client's capabilities, sent in `initialize` (default `{}`).
+    pub capabilities: Value,
+    /// `clientInfo` sent in `initialize`.
+    pub client_info: Value,
+    /// Answers the server's requests (default: `ping` only).
+    pub handler: Arc<dyn RequestHandler>,
+}
+
+impl std::fmt::Debug for ConnectOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectOptions")
+            .field("max_line_bytes", &self.max_line_bytes)
+            .field("request_timeout", &self.request_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for ConnectOptions {
+    fn default() -> Self {
+        ConnectOptions {
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+            request_timeout: Duration::from_secs(60),
+            capabilities: json!({}),
+            client_info: json!({"name": "mcppol", "version": env!("CARGO_PKG_VERSION")}),
+            handler: Arc::new(DefaultHandler),
+        }
+    }
+}
+
+type Pending = oneshot::Sender<Result<Value, McpError>>;
+
+#[derive(Default)]
+struct State {
+    pending: HashMap<i64, Pending>,
+    /// Why the connection closed, once it has.
+    closed: Option<McpError>,
+}
+
+struct Inner {
+    out: mpsc::Sender<Vec<u8>>,
+    state: Mutex<State>,
+    next_id: AtomicI64,
+    notifications: broadcast::Sender<Notification>,
+    timeout: Duration,
+}
+
+impl Inner {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Closes the connection: every pending request fails with `why`.
+    fn close(&self, why: McpError) {
+        let pending = {
+            let mut state = self.lock();
+            if state.closed.is_none() {
+                state.closed = Some(why.clone());
+            }
+            std::mem::take(&mut state.pending)
+        };
+        for (_, tx) in pending {
+            let _ = tx.send(Err(why.clone()));
+        }
+    }
+}
+
+/// Removes a request from the pending map when its caller stops waiting.
+struct PendingGuard<'a> {
+    inner: &'a Inner,
+    id: i64,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        self.inner.lock().pending.remove(&self.id);
+    }
+}
+
+/// A running JSON-RPC client connection. Dropping it stops its tasks.
+pub struct Connection {
+    inner: Arc<Inner>,
+    tasks: Vec<AbortHandle>,
+    server: ServerInfo,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("server", &self.server)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+        self.inner
+            .close(McpError::Transport("the connection was closed".into()));
+    }
+}
+
+impl Connection {
+    /// Starts the reader and writer tasks (on the current tokio runtime)
+    /// and runs the `initialize` handshake: offers the newest protocol
+    /// version, accepts any of [`PROTOCOL_VERSIONS`], then sends
+    /// `notifications/initialized`.
+    pub async fn connect<R, W>(
+        reader: R,
+        writer: W,
+        options: ConnectOptions,
+    ) -> Result<Connection, McpError>
+    where
+        R: AsyncBufRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let mut conn = Connection::start(reader, writer, &options);
+        let params = json!({
+            "protocolVersion": PROTOCOL_VERSIONS[0],
+            "capabilities": options.capabilities,
+            "clientInfo": options.client_info,
+        });
+        let result = conn.request_raw("initialize", Some(params)).await?;
+        conn.server = ServerInfo::from_initialize(&result)?;
+        conn.notify_raw("notifications/initialized", None).await?;
+        Ok(conn)
+    }
+
+    /// Starts the tasks without a handshake.
+    pub fn start<R, W>(reader: R, writer: W, options: &ConnectOptions) -> Connection
+    where
+        R: AsyncBufRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let (out_tx, out_rx) = mpsc::channel::<Vec<u8>>(64);
+        let (notifications, _) = broadcast::channel(256);
+        let inner = Arc::new(Inner {
+            out: out_tx,
+            state: Mutex::new(State::default()),
+            next_id: AtomicI64::new(1),
+            notifications,
+            timeout: options.request_timeout,
+        });
+        let writer_task = tokio::spawn(write_loop(writer, out_rx, Arc::downgrade(&inner)));
+        let reader_task = tokio::spawn(read_loop(
+            LineReader::new(reader, options.max_line_bytes),
+            Arc::downgrade(&inner),
+            inner.out.clone(),
+            options.handler.clone(),
+        ));
+        Connection {
+            inner,
+            tasks: vec![writer_task.abort_handle(), reader_task.abort_handle()],
+            server: ServerInfo::default(),
+        }
+    }
+
+    /// Whether the connection has closed, and why.
+    pub fn closed(&self) -> Option<McpError> {
+        self.inner.lock().closed.clone()
+    }
+
+    async fn request_raw(&self, method: &str, params: Option<Value>) -> Result<Value, McpError> {
+        let inner = &*self.inner;
+        let id = inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut state = inner.lock();
+            if let Some(why) = &state.closed {
+                return Err(why.clone());
+            }
+            state.pending.insert(id, tx);
+        }
+        let _guard = PendingGuard { inner, id };
+        let line = Message::Request(Request {
+            id: Id::Number(id),
+            method: method.to_string(),
+            params,
+        })
+        .to_line();
+        if inner.out.send(line).await.is_err() {
+            return Err(McpError::Transport("the connection is closed".into()));
+        }
+        match tokio::time::timeout(inner.timeout, rx).await {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(_)) => Err(inner
+                .lock()
+                .closed
+                .clone()
+                .unwrap_or_else(|| McpError::Transport("the connection closed".into()))),
+            Err(_) => {
+                // Tell the server to stop working on it; it may not care.
+                let cancel = Message::Notification(Notification {
+                    method: "notifications/cancelled".into(),
+                    params: Some(json!({"requestId": id, "reason": "timeout"})),
+                })
+                .to_line();
+                let _ = inner.out.try_send(cancel);
+                Err(McpError::Timeout(inner.timeout))
+            }
+        }
+    }
+
+    async fn notify_raw(&self, method: &str, params: Option<Value>) -> Result<(), McpError> {
+        if let Some(why) = self.closed() {
+            return Err(why);
+        }
+        let line = Message::Notification(Notification {
+            method: method.to_string(),
+            params,
+        })
+        .to_line();
+        self.inner
+            .out
+            .send(line)
+            .await
+            .map_err(|_| McpError::Transport("the connection is closed".into()))
+    }
+}
+
+impl Transport for Connection {
+    fn request<'a>(
+        &'a self,
+        method: &'a str,
+        params: Option<Value>,
+    ) -> BoxFuture<'a, Result<Value, McpError>> {
+        Box::pin(self.request_raw(method, params))
+    }
+
+    fn notify<'a>(
+        &'a self,
+        method: &'a str,
+        params: Option<Value>,
+    ) -> BoxFuture<'a, Result<(), McpError>> {
+        Box::pin(self.notify_raw(method, params))
+    }
+
+    fn subscribe(&self) -> broadcast::Receiver<Notification> {
+        self.inner.notifications.subscribe()
+    }
+
+    fn server(&self) -> &ServerInfo {
+        &self.server
+    }
+}
+
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut writer: W,
+    mut lines: mpsc::Receiver<Vec<u8>>,
+    inner: std::sync::Weak<Inner>,
+) {
+    while let Some(line) = lines.recv().await {
+        if let Err(e) = write_line(&mut writer, &line).await {
+            if let Some(inner) = inner.upgrade() {
+                inner.close(McpError::Transport(format!(
+                    "writing to the server failed: {e}"
+                )));
+            }
+            return;
+        }
+    }
+}
+
+async fn read_loop<R: AsyncBufRead + Unpin>(
+    mut reader: LineReader<R>,
+    inner: std::sync::Weak<Inner>,
+    out: mpsc::Sender<Vec<u8>>,
+    handler: Arc<dyn RequestHandler>,
+) {
+    let why = loop {
+        let line = match reader.next_line().await {
+            Ok(Some(line)) => line,
+            Ok(None) => break McpError::Transport("the server closed the connection".into()),
+            Err(FrameError::TooLong { max }) => {
+                break McpError::Protocol(format!(
+                    "the server sent a line of more than {max} bytes"
+                ))
+            }
+            Err(FrameError::Io(e)) => {
+                break McpError::Transport(format!("reading from the server failed: {e}"))
+            }
+        };
+        let message = match Message::parse(line) {
+            Ok(m) => m,
+            Err(e) => {
+                // The line itself is not logged: it may carry results.
+                tracing::warn!(target: "mcppol::mcp", error = %e, "ignored a message that is not JSON-RPC");
+                continue;
+            }
+        };
+        let Some(inner) = inner.upgrade() else {
+            return;
+        };
+        match message {
+            Message::Response(Response { id, outcome }) => {
+                let waiting = match id {
+                    Id::Number(n) => inner.lock().pending.remove(&n),
+                    Id::String(_) => None,
+                };
+                match waiting {
+                    Some(tx) => {
+                        let _ = tx.send(outcome.map_err(McpError::Rpc));
+                    }
+                    None => {
+                        tracing::debug!(target: "mcppol::mcp", %id, "a response to no pending request")
+                    }
+                }
+            }
+            Message::Notification(n) => {
+                let _ = inner.notifications.send(n);
+            }
+            Message::Request(Request { id, method, params }) => {
+                let handler = handler.clone();
+                let out = out.clone();
+                tokio::spawn(async move {
+                    let outcome = handler.handle(method, params).await;
+                    let _ = out
+                        .send(Message::Response(Response { id, outcome }).to_line())
+                        .await;
+                });
+            }
+        }
+    };
+    if let Some(inner) = inner.upgrade() {
+        inner.close(why);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mcp::jsonrpc::RpcError;
+    use tokio::io::{AsyncWriteExt, BufReader};
+
+    /// A scripted server over in-memory pipes: answers initialize, pings
+    /// the client, lists tools in two pages, and then stops answering.
+    async fn fake_server(stream: tokio::io::DuplexStream, version: &'static str) -> Vec<Value> {
+        let (r, mut w) = tokio::io::split(stream);
+        let mut lines = LineReader::new(BufReader::new(r), 1 << 20);
+        let mut seen = Vec::new();
+        while let Ok(Some(line)) = lines.next_line().await {
+            let msg: Value = serde_json::from_slice(line).unwrap();
+            seen.push(msg.clone());
+            let id = msg.get("id").cloned();
+            let answer = match msg["method"].as_str() {
+                Some("initialize") => Some(
+                    json!({"protocolVersion": version, "capabilities": {"tools": {"listChanged": true}}, "serverInfo": {"name": "fake"}, "instructions": "be nice"}),
+                ),
+                Some("notifications/initialized") => {
+                    let ping = json!({"jsonrpc": "2.0", "id": "s1", "method": "ping"});
+                    w.write_all(format!("{ping}\n").as_bytes()).await.unwrap();
+                    let changed =
+                        json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+                    w.write_all(format!("{changed}\n").as_bytes())
+                        .await
+                        .unwrap();
+                    None
+                }
+                Some("tools/list") if msg["params"]["cursor"] == "p2" => {
+                    Some(json!({"tools": [{"name": "b"}]}))
+                }
+                Some("tools/list") => Some(json!({"tools": [{"name": "a"}], "nextCursor": "p2"})),
+                Some("tools/call") if msg["params"]["name"] == "boom" => {
+                    let e = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": "unknown tool"}});
+                    w.write_all(format!("{e}\n").as_bytes()).await.unwrap();
+                    None
+                }
+                Some("tools/call") if msg["params"]["name"] == "die" => break,
+                Some("tools/call") if msg["params"]["name"] == "huge" => {
+                    w.write_all(&vec![b'x'; 5000]).await.unwrap();
+                    w.write_all(b"\n").await.unwrap();
+                    None
+                }
+                _ => None,
+            };
+            if let (Some(id), Some(result)) = (id, answer) {
+                let r = json!({"jsonrpc": "2.0", "id": id, "result": result});
+                w.write_all(format!("{r}\n").as_bytes()).await.unwrap();
+            }
+        }
+        seen
+    }
+
+    fn options() -> ConnectOptions {
+        ConnectOptions {
+            request_timeout: Duration::from_millis(500),
+            max_line_bytes: 4096,
+            ..ConnectOptions::default()
+        }
+    }
+
+    async fn connected(
+        version: &'static str,
+    ) -> (
+        Result<Connection, McpError>,
+        tokio::task::JoinHandle<Vec<Value>>,
+    ) {
+        let (client, server) = tokio::io::duplex(1 << 16);
+        let server = tokio::spawn(fake_server(server, version));
+        let (r, w) = tokio::io::split(client);
+        (
+            Connection::connect(BufReader::new(r), w, options()).await,
+            server,
+        )
+    }
+
+    #[tokio::test]
+    async fn handshake_pages_notifications_and_errors() {
+        let (conn, _server) = connected("2025-06-18").await;
+        let conn = conn.unwrap();
+        assert_eq!(conn.server().protocol_version, "2025-06-18");
+        assert_eq!(conn.server().instructions.as_deref(), Some("be nice"));
+        let mut notes = conn.subscribe();
+        let tools = conn.list_all_tools().await.unwrap();
+        assert_eq!(tools, vec![json!({"name": "a"}), json!({"name": "b"})]);
+        assert_eq!(
+            conn.call_tool("boom", json!({}), None).await,
+            Err(McpError::Rpc(RpcError::new(-32602, "unknown tool")))
+        );
+        // The list_changed notification may have come before the
+        // subscription; a new one after it is delivered.
+        let _ = notes.try_recv();
+    }
+
+    #[tokio::test]
+    async fn refuses_an_unknown_protocol_version() {
+        let (conn, _server) = connected("2024-11-05").await;
+        assert!(matches!(conn, Err(McpError::Protocol(m)) if m.contains("2024-11-05")));
+    }
+
+    #[tokio::test]
+    async fn answers_server_pings_and_delivers_notifications() {
+        let (client, server) = tokio::io::duplex(1 << 16);
+        let (r, w) = tokio::io::split(client);
+        let conn = Connection::start(BufReader::new(r), w, &options());
+        let mut notes = conn.subscribe();
+        let server = tokio::spawn(fake_server(server, "2025-11-25"));
+        conn.notify("notifications/initialized", None)
+            .await
+            .unwrap();
+        let n = tokio::time::timeout(Duration::from_secs(5), notes.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(n.method, "notifications/tools/list_changed");
+        drop(conn);
+        let seen = server.await.unwrap();
+        assert!(seen
+            .iter()
+            .any(|m| m["id"] == "s1" && m["result"] == json!({})));
+    }
+
+    #[tokio::test]
+    async fn a_dying_server_fails_what_is_pending_and_what_comes_after() {
+        let (conn, _server) = connected("2025-11-25").await;
+        let conn = conn.unwrap();
+        let e = conn.call_tool("die", json!({}), None).await;
+        assert!(matches!(e, Err(McpError::Transport(_))), "{e:?}");
+        let e = conn.list_tools(None).await;
+        assert!(matches!(e, Err(McpError::Transport(_))), "{e:?}");
+    }
+
+    #[tokio::test]
+    async fn a_line_over_the_bound_is_a_protocol_error() {
+        let (conn, _server) = connected("2025-11-25").await;
+        let conn = conn.unwrap();
+        let e = conn.call_tool("huge", json!({}), None).await;
+        assert!(
+            matches!(e, Err(McpError::Protocol(ref m)) if m.contains("4096")),
+            "{e:?}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_unanswered_request_times_out_and_is_cancelled() {
+        let (conn, server) = connected("2025-11-25").await;
+        let conn = conn.unwrap();
+        let e = conn.call_tool("silent", json!({}), None).await;
+        assert_eq!(e, Err(McpError::Timeout(Duration::from_millis(500))));
+        assert!(conn.inner.lock().pending.is_empty());
+        // Let the writer send the cancellation before the pipes close.
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        drop(conn);
+        let seen = server.await.unwrap();
+        assert!(seen
+            .iter()
+            .any(|m| m["method"] == "notifications/cancelled"));
+    }
+}

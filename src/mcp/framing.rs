@@ -1,0 +1,142 @@
+//! Newline-delimited framing with a bound on the line length: a longer
+//! line is a protocol error, never an unbounded buffer.
+
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+
+/// The default longest line: 16 MiB.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+
+/// Why a line could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    /// The line was longer than the bound. It has been read past and
+    /// dropped (up to its newline, or the end of the stream), so the next
+    /// read starts at the next line.
+    #[error("a line of more than {max} bytes")]
+    TooLong { max: usize },
+    #[error("reading failed: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Reads newline-delimited lines of at most `max` bytes.
+#[derive(Debug)]
+pub struct LineReader<R> {
+    inner: R,
+    max: usize,
+    buf: Vec<u8>,
+}
+
+impl<R: AsyncBufRead + Unpin> LineReader<R> {
+    pub fn new(inner: R, max: usize) -> Self {
+        LineReader {
+            inner,
+            max,
+            buf: Vec::new(),
+        }
+    }
+
+    /// The next line without its `\n` (and a `\r` before it), `Ok(None)` at
+    /// the end of the stream. Empty lines are skipped. A last line without a
+    /// newline still counts.
+    pub async fn next_line(&mut self) -> Result<Option<&[u8]>, FrameError> {
+        loop {
+            self.buf.clear();
+            let mut too_long = false;
+            let mut saw_newline = false;
+            loop {
+                let available = self.inner.fill_buf().await?;
+                if available.is_empty() {
+                    break;
+                }
+                let (chunk, used, done) = match available.iter().position(|&b| b == b'\n') {
+                    Some(i) => (&available[..i], i + 1, true),
+                    None => (available, available.len(), false),
+                };
+                if !too_long {
+                    if self.buf.len() + chunk.len() > self.max {
+                        too_long = true;
+                        self.buf.clear();
+                    } else {
+                        self.buf.extend_from_slice(chunk);
+                    }
+                }
+                self.inner.consume(used);
+                if done {
+                    saw_newline = true;
+                    break;
+                }
+            }
+            if too_long {
+                return Err(FrameError::TooLong { max: self.max });
+            }
+            if !saw_newline && self.buf.is_empty() {
+                return Ok(None);
+            }
+            if self.buf.last() == Some(&b'\r') {
+                self.buf.pop();
+            }
+            if self.buf.iter().all(u8::is_ascii_whitespace) {
+                if saw_newline {
+                    continue;
+                }
+                return Ok(None);
+            }
+            return Ok(Some(&self.buf));
+        }
+    }
+}
+
+/// Writes one line (the bytes must not hold a newline; one is added when
+/// missing) and flushes.
+pub async fn write_line<W: AsyncWrite + Unpin>(w: &mut W, line: &[u8]) -> std::io::Result<()> {
+    w.write_all(line).await?;
+    if line.last() != Some(&b'\n') {
+        w.write_all(b"\n").await?;
+    }
+    w.flush().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::BufReader;
+
+    async fn lines(input: &'static [u8], max: usize) -> Vec<Result<String, String>> {
+        let mut r = LineReader::new(BufReader::with_capacity(4, input), max);
+        let mut out = Vec::new();
+        loop {
+            match r.next_line().await {
+                Ok(Some(l)) => out.push(Ok(String::from_utf8_lossy(l).into_owned())),
+                Ok(None) => break,
+                Err(e) => out.push(Err(e.to_string())),
+            }
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn splits_lines_across_reads() {
+        assert_eq!(
+            lines(b"{\"a\":1}\r\n\n  \n{\"b\":22}\nlast", 64).await,
+            vec![
+                Ok("{\"a\":1}".to_string()),
+                Ok("{\"b\":22}".to_string()),
+                Ok("last".to_string())
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_long_line_is_an_error_and_reading_goes_on() {
+        assert_eq!(
+            lines(b"short\n0123456789abcdef\nok\n", 8).await,
+            vec![
+                Ok("short".to_string()),
+                Err("a line of more than 8 bytes".to_string()),
+                Ok("ok".to_string())
+            ]
+        );
+        // Exactly at the bound is fine.
+        assert_eq!(lines(b"12345678\n", 8).await, vec![Ok("12345678".into())]);
+    }
+}

@@ -1,0 +1,265 @@
+//! JSON-RPC 2.0 messages as MCP uses them: requests, notifications and
+//! responses, one JSON object a line (batches are not part of MCP since
+//! 2025-06-18 and are refused).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// A request id: MCP allows a number or a string (never null).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Id {
+    Number(i64),
+    String(String),
+}
+
+impl std::fmt::Display for Id {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Id::Number(n) => write!(f, "{n}"),
+            Id::String(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+/// The standard JSON-RPC error codes.
+pub mod codes {
+    pub const PARSE_ERROR: i64 = -32700;
+    pub const INVALID_REQUEST: i64 = -32600;
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    pub const INVALID_PARAMS: i64 = -32602;
+    pub const INTERNAL_ERROR: i64 = -32603;
+}
+
+/// The `error` member of a response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+#[error("JSON-RPC error {code}: {message}")]
+pub struct RpcError {
+    pub code: i64,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl RpcError {
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        RpcError {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    pub fn method_not_found(method: &str) -> Self {
+        RpcError::new(
+            codes::METHOD_NOT_FOUND,
+            format!("method `{method}` is not supported"),
+        )
+    }
+}
+
+/// A request: a method, its params, and the id the answer will carry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub id: Id,
+    pub method: String,
+    pub params: Option<Value>,
+}
+
+/// A notification: a method and params, no answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notification {
+    pub method: String,
+    pub params: Option<Value>,
+}
+
+/// A response: the request's id and a result or an error.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    pub id: Id,
+    pub outcome: Result<Value, RpcError>,
+}
+
+/// One message on the wire.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    Request(Request),
+    Notification(Notification),
+    Response(Response),
+}
+
+/// Why a line is not a JSON-RPC message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MessageError {
+    #[error("the line is not JSON")]
+    NotJson,
+    #[error("a JSON-RPC message is an object (batches are not part of MCP)")]
+    NotAnObject,
+    #[error("`jsonrpc` is not \"2.0\"")]
+    BadVersion,
+    #[error("bad message: {0}")]
+    Malformed(&'static str),
+}
+
+impl Message {
+    /// Reads one message from a line's bytes (without the newline).
+    pub fn parse(line: &[u8]) -> Result<Message, MessageError> {
+        let value: Value = serde_json::from_slice(line).map_err(|_| MessageError::NotJson)?;
+        Message::from_value(value)
+    }
+
+    /// Reads one message from a JSON value.
+    pub fn from_value(value: Value) -> Result<Message, MessageError> {
+        let Value::Object(mut obj) = value else {
+            return Err(MessageError::NotAnObject);
+        };
+        if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+            return Err(MessageError::BadVersion);
+        }
+        let id = match obj.remove("id") {
+            None => None,
+            Some(v) => Some(
+                serde_json::from_value::<Id>(v)
+                    .map_err(|_| MessageError::Malformed("`id` is not a number or a string"))?,
+            ),
+        };
+        let params = obj.remove("params");
+        if let Some(p) = &params {
+            if !(p.is_object() || p.is_array()) {
+                return Err(MessageError::Malformed("`params` is not an object"));
+            }
+        }
+        match obj.remove("method") {
+            Some(Value::String(method)) => Ok(match id {
+                Some(id) => Message::Request(Request { id, method, params }),
+                None => Message::Notification(Notification { method, params }),
+            }),
+            Some(_) => Err(MessageError::Malformed("`method` is not a string")),
+            None => {
+                let id = id.ok_or(MessageError::Malformed("a response without `id`"))?;
+                let outcome = match (obj.remove("result"), obj.remove("error")) {
+                    (Some(result), None) => Ok(result),
+                    (None, Some(error)) => Err(serde_json::from_value::<RpcError>(error)
+                        .map_err(|_| MessageError::Malformed("`error` is not an error object"))?),
+                    _ => {
+                        return Err(MessageError::Malformed(
+                            "a response has exactly one of `result` and `error`",
+                        ))
+                    }
+                };
+                Ok(Message::Response(Response { id, outcome }))
+            }
+        }
+    }
+
+    /// The message as a JSON value.
+    pub fn to_value(&self) -> Value {
+        let mut obj = Map::new();
+        obj.insert("jsonrpc".into(), Value::from("2.0"));
+        match self {
+            Message::Request(r) => {
+                obj.insert("id".into(), id_value(&r.id));
+                obj.insert("method".into(), Value::from(r.method.as_str()));
+                if let Some(p) = &r.params {
+                    obj.insert("params".into(), p.clone());
+                }
+            }
+            Message::Notification(n) => {
+                obj.insert("method".into(), Value::from(n.method.as_str()));
+                if let Some(p) = &n.params {
+                    obj.insert("params".into(), p.clone());
+                }
+            }
+            Message::Response(r) => {
+                obj.insert("id".into(), id_value(&r.id));
+                match &r.outcome {
+                    Ok(v) => {
+                        obj.insert("result".into(), v.clone());
+                    }
+                    Err(e) => {
+                        obj.insert(
+                            "error".into(),
+                            serde_json::to_value(e).unwrap_or(Value::Null),
+                        );
+                    }
+                }
+            }
+        }
+        Value::Object(obj)
+    }
+
+    /// The message as one line of bytes, newline included.
+    pub fn to_line(&self) -> Vec<u8> {
+        let mut bytes = serde_json::to_vec(&self.to_value()).unwrap_or_default();
+        bytes.push(b'\n');
+        bytes
+    }
+}
+
+fn id_value(id: &Id) -> Value {
+    match id {
+        Id::Number(n) => Value::from(*n),
+        Id::String(s) => Value::from(s.as_str()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn classifies_each_kind_and_round_trips() {
+        let cases = [
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}),
+            json!({"jsonrpc": "2.0", "id": "a", "method": "ping"}),
+            json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
+            json!({"jsonrpc": "2.0", "id": 7, "result": {"tools": []}}),
+            json!({"jsonrpc": "2.0", "id": 8, "error": {"code": -32601, "message": "no"}}),
+        ];
+        let kinds: Vec<&str> = cases
+            .iter()
+            .map(|c| match Message::from_value(c.clone()).unwrap() {
+                Message::Request(_) => "request",
+                Message::Notification(_) => "notification",
+                Message::Response(r) if r.outcome.is_ok() => "result",
+                Message::Response(_) => "error",
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            ["request", "request", "notification", "result", "error"]
+        );
+        for c in cases {
+            let m = Message::from_value(c.clone()).unwrap();
+            assert_eq!(m.to_value(), c);
+            let line = m.to_line();
+            assert_eq!(line.last(), Some(&b'\n'));
+            assert_eq!(Message::parse(&line[..line.len() - 1]).unwrap(), m);
+        }
+    }
+
+    #[test]
+    fn refuses_what_is_not_a_message() {
+        assert_eq!(Message::parse(b"{nope"), Err(MessageError::NotJson));
+        assert_eq!(Message::parse(b"[]"), Err(MessageError::NotAnObject));
+        assert_eq!(
+            Message::parse(br#"{"jsonrpc":"1.0","id":1,"result":1}"#),
+            Err(MessageError::BadVersion)
+        );
+        assert!(matches!(
+            Message::parse(br#"{"jsonrpc":"2.0","id":null,"result":1}"#),
+            Err(MessageError::Malformed(_))
+        ));
+        assert!(matches!(
+            Message::parse(
+                br#"{"jsonrpc":"2.0","id":1,"result":1,"error":{"code":1,"message":"x"}}"#
+            ),
+            Err(MessageError::Malformed(_))
+        ));
+        assert!(matches!(
+            Message::parse(br#"{"jsonrpc":"2.0","result":1}"#),
+            Err(MessageError::Malformed(_))
+        ));
+    }
+}

@@ -1,0 +1,302 @@
+//! The [`Transport`] trait: what the pipeline (and the proxy) needs from a
+//! connection to one MCP server, whatever carries it.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+use tokio::sync::broadcast;
+
+use super::jsonrpc::{Notification, RpcError};
+
+/// A boxed future that can cross threads (keeps [`Transport`] usable as
+/// `dyn Transport`).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The protocol versions this client speaks, newest first. The client
+/// offers the first; the server's answer must be one of these.
+pub const PROTOCOL_VERSIONS: [&str; 2] = ["2025-11-25", "2025-06-18"];
+
+/// The most pages a `list_all_*` call follows.
+pub const MAX_PAGES: usize = 100;
+/// The most items a `list_all_*` call gathers.
+pub const MAX_LIST_ITEMS: usize = 10_000;
+
+/// Why a request got no usable answer.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum McpError {
+    /// The server answered with a JSON-RPC error.
+    #[error("the server answered with error {}: {}", .0.code, .0.message)]
+    Rpc(RpcError),
+    /// The server broke the protocol (a bad message, a line over the
+    /// bound, an unsupported protocol version, a result of the wrong shape).
+    #[error("protocol error: {0}")]
+    Protocol(String),
+    /// The connection failed or closed (the server exited, a pipe broke).
+    #[error("transport failed: {0}")]
+    Transport(String),
+    /// No answer in time.
+    #[error("no answer within {} ms", .0.as_millis())]
+    Timeout(Duration),
+}
+
+/// What the server said about itself in the `initialize` handshake.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ServerInfo {
+    /// The negotiated protocol version.
+    pub protocol_version: String,
+    pub capabilities: Value,
+    /// `serverInfo`: name, version, ...
+    pub info: Value,
+    /// Instructions for the model, as the server sent them (untrusted: see
+    /// `pipeline::shape::instructions` before showing them to a model).
+    pub instructions: Option<String>,
+}
+
+impl ServerInfo {
+    /// Reads an `initialize` result, checking the protocol version.
+    pub fn from_initialize(result: &Value) -> Result<ServerInfo, McpError> {
+        let version = result
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .ok_or_else(|| McpError::Protocol("initialize: no `protocolVersion`".into()))?;
+        if !PROTOCOL_VERSIONS.contains(&version) {
+            return Err(McpError::Protocol(format!(
+                "the server speaks protocol version {version:?}; this client speaks {}",
+                PROTOCOL_VERSIONS.join(" and ")
+            )));
+        }
+        Ok(ServerInfo {
+            protocol_version: version.to_string(),
+            capabilities: result.get("capabilities").cloned().unwrap_or(json!({})),
+            info: result.get("serverInfo").cloned().unwrap_or(json!({})),
+            instructions: result
+                .get("instructions")
+                .and_then(Value::as_str)
+                .map(String::from),
+        })
+    }
+}
+
+/// One page of a listing.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Page {
+    pub items: Vec<Value>,
+    pub next_cursor: Option<String>,
+}
+
+/// Answers the requests a server sends to the client (`ping`,
+/// `roots/list`, `sampling/createMessage`, `elicitation/create`, ...).
+pub trait RequestHandler: Send + Sync + 'static {
+    fn handle(
+        &self,
+        method: String,
+        params: Option<Value>,
+    ) -> BoxFuture<'static, Result<Value, RpcError>>;
+}
+
+/// Answers `ping` and refuses everything else with "method not found".
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DefaultHandler;
+
+impl RequestHandler for DefaultHandler {
+    fn handle(
+        &self,
+        method: String,
+        _params: Option<Value>,
+    ) -> BoxFuture<'static, Result<Value, RpcError>> {
+        Box::pin(async move {
+            if method == "ping" {
+                Ok(json!({}))
+            } else {
+                Err(RpcError::method_not_found(&method))
+            }
+        })
+    }
+}
+
+/// A connection to one MCP server.
+///
+/// Implementors provide [`Transport::request`], [`Transport::notify`],
+/// [`Transport::subscribe`] and [`Transport::server`]; the MCP methods are
+/// built on them.
+pub trait Transport: Send + Sync {
+    /// Sends a request and waits for its result.
+    fn request<'a>(
+        &'a self,
+        method: &'a str,
+        params: Option<Value>,
+    ) -> BoxFuture<'a, Result<Value, McpError>>;
+
+    /// Sends a notification.
+    fn notify<'a>(
+        &'a self,
+        method: &'a str,
+        params: Option<Value>,
+    ) -> BoxFuture<'a, Result<(), McpError>>;
+
+    /// The notifications the server sends from now on
+    /// (`notifications/tools/list_changed`, progress, logging, ...).
+    fn subscribe(&self) -> broadcast::Receiver<Notification>;
+
+    /// What the server said in the handshake.
+    fn server(&self) -> &ServerInfo;
+
+    /// One page of `tools/list`.
+    fn list_tools<'a>(&'a self, cursor: Option<&'a str>) -> BoxFuture<'a, Result<Page, McpError>> {
+        Box::pin(list_page(self, "tools/list", "tools", cursor))
+    }
+
+    /// Every tool, following `nextCursor` (bounded by [`MAX_PAGES`] and
+    /// [`MAX_LIST_ITEMS`]).
+    fn list_all_tools(&self) -> BoxFuture<'_, Result<Vec<Value>, McpError>> {
+        Box::pin(list_all(self, "tools/list", "tools"))
+    }
+
+    fn list_resources<'a>(
+        &'a self,
+        cursor: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Page, McpError>> {
+        Box::pin(list_page(self, "resources/list", "resources", cursor))
+    }
+
+    fn list_all_resources(&self) -> BoxFuture<'_, Result<Vec<Value>, McpError>> {
+        Box::pin(list_all(self, "resources/list", "resources"))
+    }
+
+    fn list_prompts<'a>(
+        &'a self,
+        cursor: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Page, McpError>> {
+        Box::pin(list_page(self, "prompts/list", "prompts", cursor))
+    }
+
+    fn list_all_prompts(&self) -> BoxFuture<'_, Result<Vec<Value>, McpError>> {
+        Box::pin(list_all(self, "prompts/list", "prompts"))
+    }
+
+    /// `tools/call`; `meta` becomes the request's `_meta`. The result is the
+    /// raw `CallToolResult` object.
+    fn call_tool<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: Value,
+        meta: Option<Value>,
+    ) -> BoxFuture<'a, Result<Value, McpError>> {
+        Box::pin(async move {
+            let mut params = Map::new();
+            params.insert("name".into(), Value::from(name));
+            params.insert("arguments".into(), arguments);
+            if let Some(meta) = meta {
+                params.insert("_meta".into(), meta);
+            }
+            let result = self
+                .request("tools/call", Some(Value::Object(params)))
+                .await?;
+            expect_object(result, "tools/call")
+        })
+    }
+
+    /// `resources/read`.
+    fn read_resource<'a>(&'a self, uri: &'a str) -> BoxFuture<'a, Result<Value, McpError>> {
+        Box::pin(async move {
+            let result = self
+                .request("resources/read", Some(json!({ "uri": uri })))
+                .await?;
+            expect_object(result, "resources/read")
+        })
+    }
+
+    /// `prompts/get`.
+    fn get_prompt<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: Option<Value>,
+    ) -> BoxFuture<'a, Result<Value, McpError>> {
+        Box::pin(async move {
+            let mut params = Map::new();
+            params.insert("name".into(), Value::from(name));
+            if let Some(args) = arguments {
+                params.insert("arguments".into(), args);
+            }
+            let result = self
+                .request("prompts/get", Some(Value::Object(params)))
+                .await?;
+            expect_object(result, "prompts/get")
+        })
+    }
+}
+
+fn expect_object(result: Value, method: &str) -> Result<Value, McpError> {
+    if result.is_object() {
+        Ok(result)
+    } else {
+        Err(McpError::Protocol(format!(
+            "the result of {method} is not an object"
+        )))
+    }
+}
+
+async fn list_page<T: Transport + ?Sized>(
+    t: &T,
+    method: &str,
+    key: &str,
+    cursor: Option<&str>,
+) -> Result<Page, McpError> {
+    let params = cursor.map(|c| json!({ "cursor": c }));
+    let result = t.request(method, params).await?;
+    let Value::Object(mut obj) = result else {
+        return Err(McpError::Protocol(format!(
+            "the result of {method} is not an object"
+        )));
+    };
+    let items = match obj.remove(key) {
+        Some(Value::Array(items)) => items,
+        _ => {
+            return Err(McpError::Protocol(format!(
+                "the result of {method} has no `{key}` list"
+            )))
+        }
+    };
+    let next_cursor = match obj.remove("nextCursor") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s),
+        Some(_) => {
+            return Err(McpError::Protocol(format!(
+                "the `nextCursor` of {method} is not a string"
+            )))
+        }
+    };
+    Ok(Page { items, next_cursor })
+}
+
+async fn list_all<T: Transport + ?Sized>(
+    t: &T,
+    method: &str,
+    key: &str,
+) -> Result<Vec<Value>, McpError> {
+    let mut all = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..MAX_PAGES {
+        let page = list_page(t, method, key, cursor.as_deref()).await?;
+        all.extend(page.items);
+        if all.len() > MAX_LIST_ITEMS {
+            return Err(McpError::Protocol(format!(
+                "{method} lists more than {MAX_LIST_ITEMS} items"
+            )));
+        }
+        match page.next_cursor {
+            None => return Ok(all),
+            Some(next) if Some(&next) == cursor.as_ref() => {
+                return Err(McpError::Protocol(format!(
+                    "{method} returned the same cursor twice"
+                )))
+            }
+            Some(next) => cursor = Some(next),
+        }
+    }
+    Err(McpError::Protocol(format!(
+        "{method} has more than {MAX_PAGES} pages"
+    )))
+}

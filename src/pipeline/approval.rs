@@ -1,0 +1,248 @@
+//! Approval of `ask` decisions and the grants `allow always` records.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::Value;
+
+use super::types::HookCtx;
+use crate::mcp::BoxFuture;
+use crate::Decision;
+
+/// The default time an approver has to answer.
+pub const DEFAULT_ASK_TIMEOUT: Duration = Duration::from_secs(60);
+/// The default life of a grant.
+pub const DEFAULT_GRANT_TTL: Duration = Duration::from_secs(24 * 3600);
+/// The most grants [`MemoryGrants`] keeps; past it a new grant is not
+/// recorded (which only means asking again).
+pub const MAX_GRANTS: usize = 100_000;
+
+/// What the approver sees: the exact call that will be sent.
+#[derive(Debug, Clone)]
+pub struct ApprovalRequest {
+    pub server: String,
+    pub tool: String,
+    /// The final arguments, as they will be sent.
+    pub arguments: Value,
+    /// Their digest (`sha256:...` of the canonical JSON).
+    pub digest: String,
+    /// The tool's current fingerprint.
+    pub fingerprint: Option<String>,
+    /// The decision that asks (source `ask`, `pin` or `default`).
+    pub decision: Decision,
+    pub ctx: HookCtx,
+}
+
+/// The approver's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Approval {
+    /// Send this call.
+    AllowOnce,
+    /// Send it and record a grant for this principal, tool and definition.
+    AllowAlways,
+    /// Do not send it (`ask_denied`).
+    Deny(String),
+    /// Do not send it, and tell the agent loop to stop (`ask_halt`).
+    DenyAndHalt(String),
+}
+
+/// A person (or a program standing in for one) that settles asks. It runs
+/// in its own task under a deadline (default 60 s); an error, a panic or
+/// the deadline is a deny with `ask_failed`. It cannot change the call.
+pub trait Approver: Send + Sync + 'static {
+    fn ask(&self, request: ApprovalRequest) -> BoxFuture<'static, Result<Approval, String>>;
+}
+
+impl<F, R> Approver for F
+where
+    F: Fn(ApprovalRequest) -> R + Send + Sync + 'static,
+    R: std::future::Future<Output = Result<Approval, String>> + Send + 'static,
+{
+    fn ask(&self, request: ApprovalRequest) -> BoxFuture<'static, Result<Approval, String>> {
+        Box::pin(self(request))
+    }
+}
+
+/// Time for grants, injectable so tests move it instead of sleeping.
+pub trait Clock: Send + Sync + 'static {
+    /// Time since the Unix epoch.
+    fn now(&self) -> Duration;
+}
+
+/// The system's clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Duration {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+    }
+}
+
+/// A clock that moves only when told to.
+#[derive(Debug, Default)]
+pub struct ManualClock(Mutex<Duration>);
+
+impl ManualClock {
+    pub fn new(start: Duration) -> Self {
+        ManualClock(Mutex::new(start))
+    }
+
+    pub fn advance(&self, by: Duration) {
+        let mut now = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        *now = now.saturating_add(by);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Duration {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// What a grant is for. Without a principal, grants are per pipeline.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GrantKey {
+    pub principal: Option<String>,
+    pub server: String,
+    pub tool: String,
+    pub fingerprint: String,
+}
+
+/// A live grant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    pub key: GrantKey,
+    /// When it expires (since the Unix epoch, by the store's clock).
+    pub expires: Duration,
+}
+
+/// Where grants live. The in-memory [`MemoryGrants`] is the default; a
+/// fleet can keep them in a shared store behind this trait.
+pub trait Grants: Send + Sync + 'static {
+    /// Records a grant for `ttl`.
+    fn record(&self, key: GrantKey, ttl: Duration);
+    /// Whether a live grant matches exactly.
+    fn is_live(&self, key: &GrantKey) -> bool;
+    /// Every live grant.
+    fn list(&self) -> Vec<Grant>;
+    /// Revokes every grant of one principal (`None`: the grants made
+    /// without one); returns how many.
+    fn revoke(&self, principal: Option<&str>) -> usize;
+    /// Revokes every grant.
+    fn clear(&self);
+}
+
+/// Grants in memory, with an injectable clock.
+pub struct MemoryGrants {
+    clock: Arc<dyn Clock>,
+    grants: Mutex<HashMap<GrantKey, Duration>>,
+}
+
+impl std::fmt::Debug for MemoryGrants {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryGrants").finish_non_exhaustive()
+    }
+}
+
+impl Default for MemoryGrants {
+    fn default() -> Self {
+        MemoryGrants::new(Arc::new(SystemClock))
+    }
+}
+
+impl MemoryGrants {
+    pub fn new(clock: Arc<dyn Clock>) -> Self {
+        MemoryGrants {
+            clock,
+            grants: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<GrantKey, Duration>> {
+        self.grants.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Grants for MemoryGrants {
+    fn record(&self, key: GrantKey, ttl: Duration) {
+        let now = self.clock.now();
+        let mut g = self.lock();
+        if g.len() >= MAX_GRANTS {
+            g.retain(|_, exp| *exp > now);
+            if g.len() >= MAX_GRANTS && !g.contains_key(&key) {
+                tracing::warn!(target: "mcppol::grants", "grant store full: the grant is not recorded");
+                return;
+            }
+        }
+        g.insert(key, now.saturating_add(ttl));
+    }
+
+    fn is_live(&self, key: &GrantKey) -> bool {
+        let now = self.clock.now();
+        self.lock().get(key).is_some_and(|exp| *exp > now)
+    }
+
+    fn list(&self) -> Vec<Grant> {
+        let now = self.clock.now();
+        let mut out: Vec<Grant> = self
+            .lock()
+            .iter()
+            .filter(|(_, exp)| **exp > now)
+            .map(|(k, exp)| Grant {
+                key: k.clone(),
+                expires: *exp,
+            })
+            .collect();
+        out.sort_by(|a, b| a.key.cmp(&b.key));
+        out
+    }
+
+    fn revoke(&self, principal: Option<&str>) -> usize {
+        let mut g = self.lock();
+        let before = g.len();
+        g.retain(|k, _| k.principal.as_deref() != principal);
+        before - g.len()
+    }
+
+    fn clear(&self) {
+        self.lock().clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(p: Option<&str>, fp: &str) -> GrantKey {
+        GrantKey {
+            principal: p.map(String::from),
+            server: "gh".into(),
+            tool: "merge".into(),
+            fingerprint: fp.into(),
+        }
+    }
+
+    #[test]
+    fn grants_expire_and_are_per_principal_and_definition() {
+        let clock = Arc::new(ManualClock::new(Duration::from_secs(1000)));
+        let g = MemoryGrants::new(clock.clone());
+        g.record(key(Some("ann"), "sha256:a"), Duration::from_secs(60));
+        g.record(key(None, "sha256:a"), Duration::from_secs(600));
+        assert!(g.is_live(&key(Some("ann"), "sha256:a")));
+        assert!(!g.is_live(&key(Some("bob"), "sha256:a")));
+        assert!(!g.is_live(&key(Some("ann"), "sha256:b")));
+        assert_eq!(g.list().len(), 2);
+        clock.advance(Duration::from_secs(60));
+        assert!(!g.is_live(&key(Some("ann"), "sha256:a")));
+        assert_eq!(g.list().len(), 1);
+        assert_eq!(g.revoke(None), 1);
+        assert!(g.list().is_empty());
+        g.record(key(Some("ann"), "sha256:a"), Duration::from_secs(60));
+        g.clear();
+        assert!(g.list().is_empty());
+    }
+}

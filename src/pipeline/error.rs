@@ -1,0 +1,252 @@
+//! The pipeline's typed errors: a kind, and a reason a program can match on.
+
+use std::fmt;
+
+use crate::mcp::McpError;
+use crate::Decision;
+
+/// What went wrong, broadly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// An unknown tool, or one hidden by the visibility filter (the two
+    /// cannot be told apart).
+    NotFound,
+    /// Policy, a hook or the approver said no.
+    Denied,
+    /// A hook failed (it panicked, erred, timed out or returned outside
+    /// its contract), or the arguments changed after approval.
+    Hook,
+    /// The server or its schemas broke the protocol (an unsafe schema,
+    /// invalid arguments or output, an error answer, a malformed result).
+    Protocol,
+    /// The connection failed.
+    Transport,
+    /// No answer in time.
+    Timeout,
+}
+
+impl ErrorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::Denied => "denied",
+            ErrorKind::Hook => "hook",
+            ErrorKind::Protocol => "protocol",
+            ErrorKind::Transport => "transport",
+            ErrorKind::Timeout => "timeout",
+        }
+    }
+}
+
+/// How a hook failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HookFailure {
+    /// It panicked.
+    Panic,
+    /// It returned an error.
+    Error,
+    /// It ran past its deadline.
+    Timeout,
+    /// It returned something its event does not allow (a call for another
+    /// tool, a tool it was not given, an `allow`, ...).
+    BadReturn,
+}
+
+impl HookFailure {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HookFailure::Panic => "panic",
+            HookFailure::Error => "error",
+            HookFailure::Timeout => "timeout",
+            HookFailure::BadReturn => "bad_return",
+        }
+    }
+}
+
+/// How asking the approver failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AskFailure {
+    Panic,
+    Error,
+    Timeout,
+}
+
+impl AskFailure {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AskFailure::Panic => "panic",
+            AskFailure::Error => "error",
+            AskFailure::Timeout => "timeout",
+        }
+    }
+}
+
+/// Why, precisely: the contract's reason words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorReason {
+    /// `not_found`: no such tool, resource or prompt (or it is hidden).
+    UnknownTool,
+    /// `denied` by policy: `deny_rule`, `no_approver`, `definition_changed`,
+    /// `no_rule`, `predicate_failed`, `no_policy`, ... (the decision's own
+    /// reason).
+    Policy(crate::Reason),
+    /// `denied` by a hook's deny.
+    HookDenied,
+    /// `denied` by the approver (`deny`).
+    AskDenied,
+    /// `denied` by the approver's `deny and halt`: an agent loop should stop.
+    AskHalt,
+    /// `denied`: the approver failed.
+    AskFailed(AskFailure),
+    /// `hook`: a hook failed.
+    HookFailed(HookFailure),
+    /// `hook`: the arguments about to be sent are not the ones policy and
+    /// the approver saw.
+    ArgsChanged,
+    /// `protocol`: the tool's input or output schema is refused as unsafe.
+    UnsafeSchema,
+    /// `protocol`: the final arguments do not match the input schema.
+    InvalidArguments,
+    /// `protocol`: the result's `structuredContent` does not match the
+    /// output schema.
+    InvalidStructuredContent,
+    /// `protocol`: the server answered with a JSON-RPC error.
+    ServerError,
+    /// `protocol`: a malformed answer.
+    BadResponse,
+    /// `transport`.
+    ConnectionFailed,
+    /// `timeout`.
+    NoAnswer,
+}
+
+impl ErrorReason {
+    /// The reason word (`deny_rule`, `ask_failed`, `unsafe_schema`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorReason::UnknownTool => "unknown_tool",
+            ErrorReason::Policy(r) => r.as_str(),
+            ErrorReason::HookDenied => "hook_denied",
+            ErrorReason::AskDenied => "ask_denied",
+            ErrorReason::AskHalt => "ask_halt",
+            ErrorReason::AskFailed(_) => "ask_failed",
+            ErrorReason::HookFailed(_) => "hook_failed",
+            ErrorReason::ArgsChanged => "args_changed",
+            ErrorReason::UnsafeSchema => "unsafe_schema",
+            ErrorReason::InvalidArguments => "invalid_arguments",
+            ErrorReason::InvalidStructuredContent => "invalid_structured_content",
+            ErrorReason::ServerError => "server_error",
+            ErrorReason::BadResponse => "bad_response",
+            ErrorReason::ConnectionFailed => "connection_failed",
+            ErrorReason::NoAnswer => "no_answer",
+        }
+    }
+}
+
+/// A governed request that did not produce a result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallError {
+    pub kind: ErrorKind,
+    pub reason: ErrorReason,
+    /// The hook that denied or failed.
+    pub hook_id: Option<String>,
+    /// The policy decision, when policy decided.
+    pub decision: Option<Decision>,
+    /// A message for the caller. It is never logged: it may carry what a
+    /// hook or the approver said, or the server's error text.
+    pub detail: Option<String>,
+    /// The server's JSON-RPC error, for `server_error`.
+    pub rpc: Option<crate::mcp::RpcError>,
+}
+
+impl CallError {
+    pub fn new(kind: ErrorKind, reason: ErrorReason) -> Self {
+        CallError {
+            kind,
+            reason,
+            hook_id: None,
+            decision: None,
+            detail: None,
+            rpc: None,
+        }
+    }
+
+    pub fn not_found() -> Self {
+        CallError::new(ErrorKind::NotFound, ErrorReason::UnknownTool)
+    }
+
+    pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
+        self.detail = Some(detail.into());
+        self
+    }
+
+    pub fn with_hook(mut self, id: &str) -> Self {
+        self.hook_id = Some(id.to_string());
+        self
+    }
+
+    pub fn with_decision(mut self, d: Decision) -> Self {
+        self.decision = Some(d);
+        self
+    }
+
+    /// A policy denial.
+    pub fn denied(decision: Decision) -> Self {
+        CallError::new(ErrorKind::Denied, ErrorReason::Policy(decision.reason))
+            .with_decision(decision)
+    }
+
+    /// A failed hook.
+    pub fn hook_failed(id: &str, how: HookFailure) -> Self {
+        CallError::new(ErrorKind::Hook, ErrorReason::HookFailed(how)).with_hook(id)
+    }
+
+    /// Whether an agent loop should stop (the approver said `deny and halt`).
+    pub fn is_halt(&self) -> bool {
+        self.reason == ErrorReason::AskHalt
+    }
+}
+
+impl From<McpError> for CallError {
+    fn from(e: McpError) -> Self {
+        match e {
+            McpError::Rpc(rpc) => {
+                let mut err = CallError::new(ErrorKind::Protocol, ErrorReason::ServerError)
+                    .with_detail(rpc.message.clone());
+                err.rpc = Some(rpc);
+                err
+            }
+            McpError::Protocol(m) => {
+                CallError::new(ErrorKind::Protocol, ErrorReason::BadResponse).with_detail(m)
+            }
+            McpError::Transport(m) => {
+                CallError::new(ErrorKind::Transport, ErrorReason::ConnectionFailed).with_detail(m)
+            }
+            McpError::Timeout(d) => CallError::new(ErrorKind::Timeout, ErrorReason::NoAnswer)
+                .with_detail(format!("no answer within {} ms", d.as_millis())),
+        }
+    }
+}
+
+impl fmt::Display for CallError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind.as_str(), self.reason.as_str())?;
+        match self.reason {
+            ErrorReason::HookFailed(h) => write!(f, " ({})", h.as_str())?,
+            ErrorReason::AskFailed(a) => write!(f, " ({})", a.as_str())?,
+            _ => {}
+        }
+        if let Some(id) = &self.hook_id {
+            write!(f, " [hook {id}]")?;
+        }
+        if let Some(rule) = self.decision.as_ref().and_then(|d| d.rule_id.as_deref()) {
+            write!(f, " [rule {rule}]")?;
+        }
+        if let Some(d) = &self.detail {
+            write!(f, ": {d}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for CallError {}

@@ -1,0 +1,328 @@
+//! The governed call: every tool call, resource read and prompt get of one
+//! MCP server through visibility, hooks, validation, policy, approval and
+//! shaping, in the order of the contract (see `docs/pipeline.md`):
+//!
+//! resolve (list first if nothing is cached) -> visibility filter (hidden =
+//! unknown) -> approved fingerprints -> before-hooks -> argument
+//! validation -> policy on the final arguments -> approval (grants, then
+//! the approver) -> digest check -> send (through around hooks) -> output
+//! validation -> after-hooks or failure hooks -> shaping -> telemetry.
+//!
+//! Failures close: a before-hook that fails fails the call and nothing is
+//! sent; a failing after-hook withholds the result (unless it is marked
+//! `on_error: ignore`); a failing failure hook leaves the original error; a
+//! failing listing hook fails the listing; a failing approver denies with
+//! `ask_failed`. No hook can allow: policy is the only allow authority.
+
+pub mod approval;
+pub mod error;
+pub mod hooks;
+pub mod schema;
+pub mod shape;
+pub mod types;
+
+mod run;
+
+use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+pub use approval::{
+    Approval, ApprovalRequest, Approver, Clock, Grant, GrantKey, Grants, ManualClock, MemoryGrants,
+    SystemClock, DEFAULT_ASK_TIMEOUT, DEFAULT_GRANT_TTL,
+};
+pub use error::{AskFailure, CallError, ErrorKind, ErrorReason, HookFailure};
+pub use hooks::{
+    After, Before, Event, Failed, Gate, Hook, HookError, HookSpecError, Hooks, Listed, Matcher,
+    Next, OnError, PromptGate, DEFAULT_HOOK_TIMEOUT,
+};
+pub use schema::SchemaState;
+pub use shape::{shape_instructions, shape_result, DEFAULT_MAX_RESULT_BYTES};
+pub use types::{
+    args_digest, CallOptions, HookCtx, Provenance, ShapeFlag, ToolCall, ToolResult, WITHHELD_TEXT,
+};
+
+use crate::mcp::{Notification, Transport};
+use crate::store::Store;
+use crate::{Lock, Policy};
+
+/// Where the pipeline's policy comes from.
+#[derive(Clone)]
+pub enum PolicySource {
+    /// A named policy of a [`Store`]: each request takes one snapshot and
+    /// uses it from start to end, so hot reload keeps working.
+    Store { store: Arc<Store>, name: String },
+    /// One compiled policy.
+    Fixed(Arc<Policy>),
+}
+
+impl PolicySource {
+    fn snapshot(&self) -> Option<Arc<Policy>> {
+        match self {
+            PolicySource::Store { store, name } => store.get(name),
+            PolicySource::Fixed(p) => Some(p.clone()),
+        }
+    }
+}
+
+/// Where approved fingerprints come from.
+#[derive(Debug, Clone, Default)]
+pub enum Baseline {
+    /// The first full listing the pipeline reads: every tool in it is
+    /// approved as listed; a tool first seen later is new.
+    #[default]
+    FirstListing,
+    /// A lock file.
+    Lock(Lock),
+}
+
+/// Which schemas are checked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Validation {
+    /// The final arguments against `inputSchema`, before policy.
+    pub arguments: bool,
+    /// A successful result's `structuredContent` against `outputSchema`.
+    pub output: bool,
+}
+
+impl Validation {
+    pub fn on() -> Self {
+        Validation {
+            arguments: true,
+            output: true,
+        }
+    }
+
+    fn any(self) -> bool {
+        self.arguments || self.output
+    }
+}
+
+/// One listed tool as the pipeline keeps it.
+#[derive(Debug, Clone)]
+pub(crate) struct ToolEntry {
+    pub(crate) def: Value,
+    pub(crate) fingerprint: Option<String>,
+    pub(crate) input: SchemaState,
+    pub(crate) output: SchemaState,
+}
+
+impl ToolEntry {
+    fn unsafe_schema(&self, v: Validation) -> bool {
+        (v.arguments && self.input.is_unsafe()) || (v.output && self.output.is_unsafe())
+    }
+}
+
+/// The tools of the last listing.
+#[derive(Debug, Default)]
+pub(crate) struct Catalog {
+    pub(crate) order: Vec<String>,
+    pub(crate) tools: HashMap<String, Arc<ToolEntry>>,
+}
+
+/// Builds a [`Pipeline`].
+pub struct PipelineBuilder {
+    server: String,
+    transport: Arc<dyn Transport>,
+    policy: PolicySource,
+    hooks: Vec<Hook>,
+    approver: Option<Arc<dyn Approver>>,
+    grants: Option<Arc<dyn Grants>>,
+    ask_timeout: Duration,
+    grant_ttl: Duration,
+    hook_timeout: Duration,
+    send_timeout: Duration,
+    validation: Validation,
+    baseline: Baseline,
+    trusted: bool,
+    max_result_bytes: usize,
+}
+
+impl PipelineBuilder {
+    /// Hooks, in declaration order.
+    pub fn hooks(mut self, hooks: Vec<Hook>) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// Adds one hook.
+    pub fn hook(mut self, hook: Hook) -> Self {
+        self.hooks.push(hook);
+        self
+    }
+
+    /// The approver that settles asks (without one, policy never asks: an
+    /// ask is a deny with `no_approver`).
+    pub fn approver(mut self, approver: impl Approver) -> Self {
+        self.approver = Some(Arc::new(approver));
+        self
+    }
+
+    /// Where grants live (default: in memory, the system clock).
+    pub fn grants(mut self, grants: Arc<dyn Grants>) -> Self {
+        self.grants = Some(grants);
+        self
+    }
+
+    pub fn ask_timeout(mut self, t: Duration) -> Self {
+        self.ask_timeout = t;
+        self
+    }
+
+    pub fn grant_ttl(mut self, t: Duration) -> Self {
+        self.grant_ttl = t;
+        self
+    }
+
+    /// The default deadline of a hook (5 s).
+    pub fn hook_timeout(mut self, t: Duration) -> Self {
+        self.hook_timeout = t;
+        self
+    }
+
+    /// The default deadline of an around hook, which covers the send (60 s).
+    pub fn send_timeout(mut self, t: Duration) -> Self {
+        self.send_timeout = t;
+        self
+    }
+
+    pub fn validation(mut self, v: Validation) -> Self {
+        self.validation = v;
+        self
+    }
+
+    pub fn baseline(mut self, b: Baseline) -> Self {
+        self.baseline = b;
+        self
+    }
+
+    /// The host trusts this server: its annotations are believed and its
+    /// instructions are not prefixed.
+    pub fn trusted(mut self, t: bool) -> Self {
+        self.trusted = t;
+        self
+    }
+
+    /// The cap of a shaped result (100 KiB).
+    pub fn max_result_bytes(mut self, n: usize) -> Self {
+        self.max_result_bytes = n;
+        self
+    }
+
+    /// Checks the hooks and builds the pipeline.
+    pub fn build(self) -> Result<Pipeline, HookSpecError> {
+        let hooks = Hooks::new(self.hooks)?;
+        let changes = self.transport.subscribe();
+        let server: Arc<str> = self.server.into();
+        if server.contains('/') {
+            // A server id never contains `/`: refuse it as the contract says.
+            return Err(HookSpecError::BadServer(server.to_string()));
+        }
+        Ok(Pipeline {
+            server,
+            transport: self.transport,
+            policy: self.policy,
+            hooks: Arc::new(hooks),
+            approver: self.approver,
+            grants: self
+                .grants
+                .unwrap_or_else(|| Arc::new(MemoryGrants::default())),
+            ask_timeout: self.ask_timeout,
+            grant_ttl: self.grant_ttl,
+            hook_timeout: self.hook_timeout,
+            send_timeout: self.send_timeout,
+            validation: self.validation,
+            baseline_kind: self.baseline,
+            trusted: self.trusted,
+            max_result_bytes: self.max_result_bytes,
+            catalog: RwLock::new(None),
+            first_listing: RwLock::new(None),
+            changes: Mutex::new(changes),
+            next_call: AtomicU64::new(1),
+        })
+    }
+}
+
+/// The governed client of one MCP server.
+pub struct Pipeline {
+    pub(crate) server: Arc<str>,
+    pub(crate) transport: Arc<dyn Transport>,
+    pub(crate) policy: PolicySource,
+    pub(crate) hooks: Arc<Hooks>,
+    pub(crate) approver: Option<Arc<dyn Approver>>,
+    pub(crate) grants: Arc<dyn Grants>,
+    pub(crate) ask_timeout: Duration,
+    pub(crate) grant_ttl: Duration,
+    pub(crate) hook_timeout: Duration,
+    pub(crate) send_timeout: Duration,
+    pub(crate) validation: Validation,
+    pub(crate) baseline_kind: Baseline,
+    pub(crate) trusted: bool,
+    pub(crate) max_result_bytes: usize,
+    pub(crate) catalog: RwLock<Option<Arc<Catalog>>>,
+    /// The first listing's fingerprints, by tool name.
+    pub(crate) first_listing: RwLock<Option<Arc<HashMap<String, String>>>>,
+    pub(crate) changes: Mutex<broadcast::Receiver<Notification>>,
+    pub(crate) next_call: AtomicU64,
+}
+
+impl std::fmt::Debug for Pipeline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pipeline")
+            .field("server", &self.server)
+            .field("hooks", &self.hooks)
+            .field("validation", &self.validation)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Pipeline {
+    /// A pipeline for server `server` over `transport`, governed by
+    /// `policy`.
+    pub fn builder(
+        server: &str,
+        transport: Arc<dyn Transport>,
+        policy: PolicySource,
+    ) -> PipelineBuilder {
+        PipelineBuilder {
+            server: server.to_string(),
+            transport,
+            policy,
+            hooks: Vec::new(),
+            approver: None,
+            grants: None,
+            ask_timeout: DEFAULT_ASK_TIMEOUT,
+            grant_ttl: DEFAULT_GRANT_TTL,
+            hook_timeout: DEFAULT_HOOK_TIMEOUT,
+            send_timeout: Duration::from_secs(60),
+            validation: Validation::default(),
+            baseline: Baseline::default(),
+            trusted: false,
+            max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
+        }
+    }
+
+    /// The server's id.
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// The grants this pipeline records and reads.
+    pub fn grants(&self) -> &Arc<dyn Grants> {
+        &self.grants
+    }
+
+    /// The server's instructions for a model: `None` when it sent none;
+    /// else cleaned, capped and (unless trusted) prefixed with its name.
+    pub fn instructions(&self) -> Option<String> {
+        self.transport
+            .server()
+            .instructions
+            .as_deref()
+            .map(|t| shape_instructions(&self.server, t, self.trusted))
+    }
+}

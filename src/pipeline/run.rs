@@ -1,0 +1,902 @@
+//! The steps of a governed request.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, PoisonError};
+use std::time::Instant;
+
+use serde_json::Value;
+use tokio::sync::broadcast::error::TryRecvError;
+
+use super::approval::{Approval, ApprovalRequest, GrantKey};
+use super::error::{AskFailure, CallError, ErrorKind, ErrorReason, HookFailure};
+use super::hooks::{
+    ctx_for, emit, ignored, run_task, Before, Failed, Gate, Hook, HookFn, Listed, Next, PromptGate,
+};
+use super::schema::{self, SchemaState};
+use super::shape::shape_result;
+use super::types::{args_digest, CallOptions, HookCtx, ToolCall, ToolResult};
+use super::{Baseline, Catalog, Pipeline, ToolEntry};
+use crate::fingerprint::ToolApproval;
+use crate::mcp::{BoxFuture, Transport};
+use crate::{Decision, Policy, Request, Verdict};
+
+/// Why a decision event had the approval it had.
+#[derive(Clone, Copy)]
+enum Approved {
+    NotAsked,
+    Grant,
+    Once,
+    Always,
+    Denied,
+    Halted,
+    Failed,
+}
+
+impl Approved {
+    fn as_str(self) -> &'static str {
+        match self {
+            Approved::NotAsked => "none",
+            Approved::Grant => "grant",
+            Approved::Once => "once",
+            Approved::Always => "always",
+            Approved::Denied => "denied",
+            Approved::Halted => "halted",
+            Approved::Failed => "failed",
+        }
+    }
+}
+
+fn emit_decision(server: &str, kind: &str, name: Option<&str>, d: &Decision, approved: Approved) {
+    tracing::info!(
+        target: "mcppol::decision",
+        server,
+        kind,
+        tool = name.unwrap_or(""),
+        decision = d.decision.as_str(),
+        source = d.source.as_str(),
+        reason = d.reason.as_str(),
+        rule_id = d.rule_id.as_deref().unwrap_or(""),
+        approval = approved.as_str(),
+        "decision"
+    );
+}
+
+fn emit_call<T>(
+    server: &str,
+    kind: &str,
+    name: Option<&str>,
+    started: Instant,
+    out: &Result<T, CallError>,
+) {
+    let latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+    match out {
+        Ok(_) => tracing::info!(
+            target: "mcppol::call",
+            server, kind, tool = name.unwrap_or(""), status = "ok", latency_us, "governed call"
+        ),
+        Err(e) => tracing::info!(
+            target: "mcppol::call",
+            server, kind, tool = name.unwrap_or(""), status = "error",
+            error_kind = e.kind.as_str(), reason = e.reason.as_str(),
+            hook_id = e.hook_id.as_deref().unwrap_or(""), latency_us, "governed call"
+        ),
+    }
+}
+
+/// Fails when the arguments about to be sent are not the ones approved.
+pub(crate) fn check_digest(approved: &str, arguments: &Value) -> Result<(), CallError> {
+    if args_digest(arguments) == approved {
+        Ok(())
+    } else {
+        Err(CallError::new(ErrorKind::Hook, ErrorReason::ArgsChanged))
+    }
+}
+
+fn bad_return(hook: &Hook) -> CallError {
+    emit(hook, HookFailure::BadReturn.as_str());
+    CallError::hook_failed(&hook.id, HookFailure::BadReturn)
+}
+
+fn hook_denied(hook: &Hook, reason: String) -> CallError {
+    emit(hook, "deny");
+    CallError::new(ErrorKind::Denied, ErrorReason::HookDenied)
+        .with_hook(&hook.id)
+        .with_detail(reason)
+}
+
+async fn send_direct(
+    transport: Arc<dyn Transport>,
+    call: ToolCall,
+) -> Result<ToolResult, CallError> {
+    let raw = transport
+        .call_tool(&call.name, call.arguments, call.meta)
+        .await?;
+    Ok(ToolResult::from_value(raw)?)
+}
+
+/// The around hooks of one send and the call they wrap.
+struct Chain {
+    transport: Arc<dyn Transport>,
+    call: ToolCall,
+    hooks: Vec<Arc<Hook>>,
+    base: HookCtx,
+    timeout: std::time::Duration,
+}
+
+fn next_at(chain: Arc<Chain>, i: usize) -> Next {
+    Next {
+        run: Arc::new(move || run_chain(chain.clone(), i)),
+    }
+}
+
+fn run_chain(chain: Arc<Chain>, i: usize) -> BoxFuture<'static, Result<ToolResult, CallError>> {
+    Box::pin(async move {
+        let Some(hook) = chain.hooks.get(i).cloned() else {
+            return send_direct(chain.transport.clone(), chain.call.clone()).await;
+        };
+        let HookFn::Around(f) = &hook.func else {
+            return Err(bad_return(&hook));
+        };
+        let inner = f(
+            chain.call.clone(),
+            next_at(chain.clone(), i + 1),
+            ctx_for(&chain.base, &hook),
+        );
+        match run_task(
+            &hook,
+            chain.timeout,
+            Box::pin(async move { Ok(inner.await) }),
+        )
+        .await
+        {
+            Ok(out) => {
+                emit(&hook, "cont");
+                out
+            }
+            Err(how) => Err(CallError::hook_failed(&hook.id, how)),
+        }
+    })
+}
+
+impl Pipeline {
+    fn policy_snapshot(&self) -> Option<Arc<Policy>> {
+        self.policy.snapshot()
+    }
+
+    fn base_ctx(&self, opts: &CallOptions) -> HookCtx {
+        HookCtx {
+            server: self.server.clone(),
+            hook_id: "".into(),
+            principal: opts.principal.as_deref().map(Arc::from),
+            assigns: opts.assigns.clone().map(Arc::new),
+            taint: opts.taint.clone().into(),
+        }
+    }
+
+    /// Whether the server said its tools changed since the last look.
+    fn tools_changed(&self) -> bool {
+        let mut rx = self.changes.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut changed = false;
+        loop {
+            match rx.try_recv() {
+                Ok(n) => changed |= n.method == "notifications/tools/list_changed",
+                Err(TryRecvError::Lagged(_)) => changed = true,
+                Err(_) => return changed,
+            }
+        }
+    }
+
+    async fn cached_catalog(&self) -> Result<Arc<Catalog>, CallError> {
+        let changed = self.tools_changed();
+        if !changed {
+            let cached = self
+                .catalog
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            if let Some(c) = cached {
+                return Ok(c);
+            }
+        }
+        self.refresh_catalog().await
+    }
+
+    /// Lists the server's tools again (every page) and caches them. A tool
+    /// whose definition changed since the last listing emits a
+    /// `definition_changed` event.
+    /// Returns how many tools the server listed.
+    pub async fn refresh_tools(&self) -> Result<usize, CallError> {
+        Ok(self.refresh_catalog().await?.order.len())
+    }
+
+    pub(crate) async fn refresh_catalog(&self) -> Result<Arc<Catalog>, CallError> {
+        let tools = self.transport.list_all_tools().await?;
+        let previous = self
+            .catalog
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let mut catalog = Catalog::default();
+        for def in tools {
+            let Some(name) = def.get("name").and_then(Value::as_str).map(String::from) else {
+                tracing::warn!(target: "mcppol::pipeline", server = %self.server, "a listed tool without a name was left out");
+                continue;
+            };
+            if catalog.tools.contains_key(&name) {
+                tracing::warn!(target: "mcppol::pipeline", server = %self.server, tool = %name, "a tool listed twice: the first is kept");
+                continue;
+            }
+            let fingerprint = crate::fingerprint(&def).ok();
+            if let Some(prev) = previous.as_ref().and_then(|p| p.tools.get(&name)) {
+                if prev.fingerprint != fingerprint {
+                    tracing::warn!(
+                        target: "mcppol::definition_changed",
+                        server = %self.server,
+                        tool = %name,
+                        old = prev.fingerprint.as_deref().unwrap_or(""),
+                        new = fingerprint.as_deref().unwrap_or(""),
+                        "a tool's definition changed"
+                    );
+                }
+            }
+            let (input, output) = if self.validation.any() {
+                (
+                    schema::compile(def.get("inputSchema")),
+                    schema::compile(def.get("outputSchema")),
+                )
+            } else {
+                (SchemaState::Absent, SchemaState::Absent)
+            };
+            catalog.order.push(name.clone());
+            catalog.tools.insert(
+                name,
+                Arc::new(ToolEntry {
+                    def,
+                    fingerprint,
+                    input,
+                    output,
+                }),
+            );
+        }
+        if matches!(self.baseline_kind, Baseline::FirstListing) {
+            let mut first = self
+                .first_listing
+                .write()
+                .unwrap_or_else(PoisonError::into_inner);
+            if first.is_none() {
+                let fps: HashMap<String, String> = catalog
+                    .tools
+                    .iter()
+                    .filter_map(|(n, e)| e.fingerprint.clone().map(|f| (n.clone(), f)))
+                    .collect();
+                *first = Some(Arc::new(fps));
+            }
+        }
+        let catalog = Arc::new(catalog);
+        *self.catalog.write().unwrap_or_else(PoisonError::into_inner) = Some(catalog.clone());
+        Ok(catalog)
+    }
+
+    fn grant_key(&self, principal: Option<&str>, tool: &str, fp: &str) -> GrantKey {
+        GrantKey {
+            principal: principal.map(String::from),
+            server: self.server.to_string(),
+            tool: tool.to_string(),
+            fingerprint: fp.to_string(),
+        }
+    }
+
+    /// The tool against its approved fingerprint; a live grant for the
+    /// principal approves its fingerprint.
+    fn approval_state(
+        &self,
+        name: &str,
+        entry: &ToolEntry,
+        principal: Option<&str>,
+    ) -> ToolApproval {
+        let fp = entry.fingerprint.as_deref();
+        let state = match &self.baseline_kind {
+            Baseline::Lock(lock) => lock.approval(&self.server, name, fp),
+            Baseline::FirstListing => {
+                let first = self
+                    .first_listing
+                    .read()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone();
+                match first.as_ref().and_then(|m| m.get(name)) {
+                    None => ToolApproval::New,
+                    Some(approved) if Some(approved.as_str()) == fp => ToolApproval::Approved,
+                    Some(_) => ToolApproval::Changed,
+                }
+            }
+        };
+        match (state, fp) {
+            (ToolApproval::Approved, _) | (_, None) => state,
+            (_, Some(fp)) if self.grants.is_live(&self.grant_key(principal, name, fp)) => {
+                ToolApproval::Approved
+            }
+            _ => state,
+        }
+    }
+
+    /// The tools a model may see: listed again, without hidden tools,
+    /// without tools whose schemas are unsafe (while validation is on),
+    /// then through the listing hooks. With no policy loaded, nothing.
+    pub async fn list_tools(&self, opts: &CallOptions) -> Result<Vec<Value>, CallError> {
+        let policy = self.policy_snapshot();
+        let catalog = self.refresh_catalog().await?;
+        let Some(policy) = policy else {
+            return Ok(Vec::new());
+        };
+        let mut tools: Vec<(String, Value)> = catalog
+            .order
+            .iter()
+            .filter_map(|name| catalog.tools.get(name).map(|e| (name, e)))
+            .filter(|(name, e)| {
+                policy.is_visible(&self.server, name) && !e.unsafe_schema(self.validation)
+            })
+            .map(|(name, e)| (name.clone(), e.def.clone()))
+            .collect();
+        let base = self.base_ctx(opts);
+        for hook in &self.hooks.listed {
+            let selected: Vec<Value> = tools
+                .iter()
+                .filter(|(n, _)| hook.matcher.matches(&self.server, n))
+                .map(|(_, d)| d.clone())
+                .collect();
+            if selected.is_empty() {
+                continue;
+            }
+            let HookFn::Listed(f) = &hook.func else {
+                continue;
+            };
+            let given: HashSet<String> = selected
+                .iter()
+                .filter_map(|d| d.get("name").and_then(Value::as_str).map(String::from))
+                .collect();
+            let fut = f(selected, ctx_for(&base, hook));
+            match run_task(hook, self.hook_timeout, fut).await {
+                Err(how) => return Err(CallError::hook_failed(&hook.id, how)),
+                Ok(Listed::Continue) => emit(hook, "cont"),
+                Ok(Listed::Replace(new)) => {
+                    let mut replaced: HashMap<String, Value> = HashMap::new();
+                    for def in new {
+                        let name = def.get("name").and_then(Value::as_str).map(String::from);
+                        match name {
+                            Some(n) if given.contains(&n) && !replaced.contains_key(&n) => {
+                                replaced.insert(n, def);
+                            }
+                            _ => return Err(bad_return(hook)),
+                        }
+                    }
+                    tools = tools
+                        .into_iter()
+                        .filter_map(|(n, d)| {
+                            if given.contains(&n) {
+                                replaced.remove(&n).map(|r| (n, r))
+                            } else {
+                                Some((n, d))
+                            }
+                        })
+                        .collect();
+                    emit(hook, "rewrite");
+                }
+            }
+        }
+        Ok(tools.into_iter().map(|(_, d)| d).collect())
+    }
+
+    /// Calls a tool through the whole pipeline.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Value,
+        opts: &CallOptions,
+    ) -> Result<ToolResult, CallError> {
+        let started = Instant::now();
+        let out = self.call_inner(name, arguments, opts).await;
+        emit_call(&self.server, "tool", Some(name), started, &out);
+        out
+    }
+
+    async fn call_inner(
+        &self,
+        name: &str,
+        arguments: Value,
+        opts: &CallOptions,
+    ) -> Result<ToolResult, CallError> {
+        // One policy snapshot for the whole call.
+        let policy = self.policy_snapshot();
+        let catalog = self.cached_catalog().await?;
+        let entry = catalog
+            .tools
+            .get(name)
+            .cloned()
+            .ok_or_else(CallError::not_found)?;
+        if let Some(p) = &policy {
+            if !p.is_visible(&self.server, name) {
+                return Err(CallError::not_found());
+            }
+        }
+        let state = self.approval_state(name, &entry, opts.principal.as_deref());
+        let base = self.base_ctx(opts);
+        let mut call = ToolCall {
+            server: self.server.clone(),
+            name: name.to_string(),
+            arguments,
+            meta: opts.meta.clone(),
+            call_id: self.next_call.fetch_add(1, Ordering::Relaxed),
+        };
+        let outcome = self
+            .govern_and_send(&mut call, &entry, state, policy.as_deref(), opts, &base)
+            .await;
+        let result = match outcome {
+            Ok(r) => self.after_hooks(&call, r, &base).await,
+            Err(e) => self.failure_hooks(&call, e, &base).await?,
+        };
+        Ok(if opts.shape {
+            shape_result(result, &self.server, self.max_result_bytes)
+        } else {
+            result
+        })
+    }
+
+    async fn before_hooks(
+        &self,
+        call: &mut ToolCall,
+        base: &HookCtx,
+    ) -> Result<Option<ToolResult>, CallError> {
+        for hook in &self.hooks.before {
+            if !hook.matcher.matches(&self.server, &call.name) {
+                continue;
+            }
+            let HookFn::Before(f) = &hook.func else {
+                continue;
+            };
+            let fut = f(call.clone(), ctx_for(base, hook));
+            match run_task(hook, self.hook_timeout, fut).await {
+                Err(how) => return Err(CallError::hook_failed(&hook.id, how)),
+                Ok(Before::Continue) => emit(hook, "cont"),
+                Ok(Before::Rewrite(new)) => {
+                    if new.server != call.server
+                        || new.name != call.name
+                        || new.call_id != call.call_id
+                        || !new.arguments.is_object()
+                    {
+                        return Err(bad_return(hook));
+                    }
+                    *call = new;
+                    emit(hook, "rewrite");
+                }
+                Ok(Before::Deny(reason)) => return Err(hook_denied(hook, reason)),
+                Ok(Before::Halt(result)) => {
+                    emit(hook, "halt");
+                    return Ok(Some(result));
+                }
+                Ok(Before::Allow) => return Err(bad_return(hook)),
+            }
+        }
+        Ok(None)
+    }
+
+    async fn govern_and_send(
+        &self,
+        call: &mut ToolCall,
+        entry: &ToolEntry,
+        state: ToolApproval,
+        policy: Option<&Policy>,
+        opts: &CallOptions,
+        base: &HookCtx,
+    ) -> Result<ToolResult, CallError> {
+        if !self.hooks.before.is_empty() {
+            if let Some(halted) = self.before_hooks(call, base).await? {
+                return Ok(halted);
+            }
+        }
+        // Argument validation (and unsafe schemas) before policy.
+        if self.validation.arguments {
+            match &entry.input {
+                SchemaState::Unsafe(why) => {
+                    return Err(
+                        CallError::new(ErrorKind::Protocol, ErrorReason::UnsafeSchema)
+                            .with_detail(format!("inputSchema: {why}")),
+                    )
+                }
+                SchemaState::Ready(v) => schema::validate(v, &call.arguments).map_err(|e| {
+                    CallError::new(ErrorKind::Protocol, ErrorReason::InvalidArguments)
+                        .with_detail(e)
+                })?,
+                SchemaState::Absent => {}
+            }
+        }
+        if let (true, SchemaState::Unsafe(why)) = (self.validation.output, &entry.output) {
+            return Err(
+                CallError::new(ErrorKind::Protocol, ErrorReason::UnsafeSchema)
+                    .with_detail(format!("outputSchema: {why}")),
+            );
+        }
+        // Policy on the final arguments.
+        let Some(policy) = policy else {
+            let d = Decision::no_policy();
+            emit_decision(
+                &self.server,
+                "tool",
+                Some(&call.name),
+                &d,
+                Approved::NotAsked,
+            );
+            return Err(CallError::denied(d));
+        };
+        let taint: Vec<&str> = opts.taint.iter().map(String::as_str).collect();
+        let mut request = Request::tool(&self.server, &call.name)
+            .with_args(&call.arguments)
+            .with_approval(state)
+            .with_trusted_server(self.trusted)
+            .with_taint(&taint);
+        if let Some(a) = entry.def.get("annotations") {
+            request = request.with_annotations(a);
+        }
+        if let Some(p) = &opts.principal {
+            request = request.with_principal(p);
+        }
+        if let Some(a) = &opts.assigns {
+            request = request.with_assigns(a);
+        }
+        if self.approver.is_none() {
+            request = request.without_approver();
+        }
+        let decision = policy.decide(&request);
+        let approved_digest = match decision.decision {
+            Verdict::Deny => {
+                emit_decision(
+                    &self.server,
+                    "tool",
+                    Some(&call.name),
+                    &decision,
+                    Approved::NotAsked,
+                );
+                return Err(CallError::denied(decision));
+            }
+            Verdict::Allow => {
+                emit_decision(
+                    &self.server,
+                    "tool",
+                    Some(&call.name),
+                    &decision,
+                    Approved::NotAsked,
+                );
+                None
+            }
+            Verdict::Ask => Some(self.settle_ask(call, entry, decision, opts, base).await?),
+        };
+        if let Some(digest) = approved_digest {
+            check_digest(&digest, &call.arguments)?;
+        }
+        let result = self.send(call.clone(), base).await?;
+        if self.validation.output && !result.is_error {
+            if let SchemaState::Ready(v) = &entry.output {
+                let checked = match &result.structured_content {
+                    Some(s) => schema::validate(v, s),
+                    None => Err(
+                        "the tool has an outputSchema but the result has no structuredContent"
+                            .into(),
+                    ),
+                };
+                checked.map_err(|e| {
+                    CallError::new(ErrorKind::Protocol, ErrorReason::InvalidStructuredContent)
+                        .with_detail(e)
+                })?;
+            }
+        }
+        Ok(result)
+    }
+
+    /// Settles an ask with a live grant or the approver; returns the digest
+    /// of the arguments that were approved.
+    async fn settle_ask(
+        &self,
+        call: &ToolCall,
+        entry: &ToolEntry,
+        decision: Decision,
+        opts: &CallOptions,
+        base: &HookCtx,
+    ) -> Result<String, CallError> {
+        let digest = call.digest();
+        let principal = opts.principal.as_deref();
+        let key = entry
+            .fingerprint
+            .as_deref()
+            .map(|fp| self.grant_key(principal, &call.name, fp));
+        let server = &self.server;
+        let tool = Some(call.name.as_str());
+        if key.as_ref().is_some_and(|k| self.grants.is_live(k)) {
+            emit_decision(server, "tool", tool, &decision, Approved::Grant);
+            return Ok(digest);
+        }
+        let Some(approver) = &self.approver else {
+            // Unreachable through decide (no approver: never ask); closed anyway.
+            emit_decision(server, "tool", tool, &decision, Approved::Failed);
+            return Err(CallError::new(
+                ErrorKind::Denied,
+                ErrorReason::Policy(crate::Reason::NoApprover),
+            )
+            .with_decision(decision));
+        };
+        let request = ApprovalRequest {
+            server: self.server.to_string(),
+            tool: call.name.clone(),
+            arguments: call.arguments.clone(),
+            digest: digest.clone(),
+            fingerprint: entry.fingerprint.clone(),
+            decision: decision.clone(),
+            ctx: base.clone(),
+        };
+        let task = tokio::spawn(approver.ask(request));
+        let abort = task.abort_handle();
+        let answer = match tokio::time::timeout(self.ask_timeout, task).await {
+            Err(_) => {
+                abort.abort();
+                Err(AskFailure::Timeout)
+            }
+            Ok(Err(_)) => Err(AskFailure::Panic),
+            Ok(Ok(Err(_raised))) => Err(AskFailure::Error),
+            Ok(Ok(Ok(a))) => Ok(a),
+        };
+        let denied = |reason, approved, detail: Option<String>| {
+            emit_decision(server, "tool", tool, &decision, approved);
+            let mut e = CallError::new(ErrorKind::Denied, reason).with_decision(decision.clone());
+            e.detail = detail;
+            e
+        };
+        match answer {
+            Ok(Approval::AllowOnce) => {
+                emit_decision(server, "tool", tool, &decision, Approved::Once);
+                Ok(digest)
+            }
+            Ok(Approval::AllowAlways) => {
+                if let Some(k) = key {
+                    self.grants.record(k, self.grant_ttl);
+                }
+                emit_decision(server, "tool", tool, &decision, Approved::Always);
+                Ok(digest)
+            }
+            Ok(Approval::Deny(r)) => Err(denied(ErrorReason::AskDenied, Approved::Denied, Some(r))),
+            Ok(Approval::DenyAndHalt(r)) => {
+                Err(denied(ErrorReason::AskHalt, Approved::Halted, Some(r)))
+            }
+            Err(how) => Err(denied(ErrorReason::AskFailed(how), Approved::Failed, None)),
+        }
+    }
+
+    async fn send(&self, call: ToolCall, base: &HookCtx) -> Result<ToolResult, CallError> {
+        let around: Vec<Arc<Hook>> = self
+            .hooks
+            .around
+            .iter()
+            .filter(|h| h.matcher.matches(&self.server, &call.name))
+            .cloned()
+            .collect();
+        if around.is_empty() {
+            return send_direct(self.transport.clone(), call).await;
+        }
+        let chain = Arc::new(Chain {
+            transport: self.transport.clone(),
+            call,
+            hooks: around,
+            base: base.clone(),
+            timeout: self.send_timeout,
+        });
+        run_chain(chain, 0).await
+    }
+
+    async fn after_hooks(
+        &self,
+        call: &ToolCall,
+        mut result: ToolResult,
+        base: &HookCtx,
+    ) -> ToolResult {
+        for hook in &self.hooks.after {
+            if !hook.matcher.matches(&self.server, &call.name) {
+                continue;
+            }
+            let HookFn::After(f) = &hook.func else {
+                continue;
+            };
+            let fut = f(call.clone(), result.clone(), ctx_for(base, hook));
+            match run_task(hook, self.hook_timeout, fut).await {
+                Ok(super::hooks::After::Continue) => emit(hook, "cont"),
+                Ok(super::hooks::After::Replace(r)) => {
+                    emit(hook, "rewrite");
+                    result = r;
+                }
+                Err(_) if ignored(hook) => {}
+                // Withheld: the raw result is dropped here, unlogged.
+                Err(_) => return ToolResult::withheld(),
+            }
+        }
+        result
+    }
+
+    async fn failure_hooks(
+        &self,
+        call: &ToolCall,
+        error: CallError,
+        base: &HookCtx,
+    ) -> Result<ToolResult, CallError> {
+        for hook in &self.hooks.failed {
+            if !hook.matcher.matches(&self.server, &call.name) {
+                continue;
+            }
+            let HookFn::Failed(f) = &hook.func else {
+                continue;
+            };
+            let fut = f(call.clone(), error.clone(), ctx_for(base, hook));
+            match run_task(hook, self.hook_timeout, fut).await {
+                Ok(Failed::Continue) => emit(hook, "cont"),
+                Ok(Failed::Recover(r)) => {
+                    emit(hook, "recover");
+                    return Ok(r);
+                }
+                Err(_) if ignored(hook) => {}
+                Err(_) => return Err(error),
+            }
+        }
+        Err(error)
+    }
+
+    /// Reads a resource: resource hooks, then policy (never asks), then
+    /// the read.
+    pub async fn read_resource(&self, uri: &str, opts: &CallOptions) -> Result<Value, CallError> {
+        let started = Instant::now();
+        let out = self.read_inner(uri, opts).await;
+        // The URI is request data: telemetry leaves it out.
+        emit_call(&self.server, "resource", None, started, &out);
+        out
+    }
+
+    async fn read_inner(&self, uri: &str, opts: &CallOptions) -> Result<Value, CallError> {
+        let policy = self.policy_snapshot();
+        let base = self.base_ctx(opts);
+        for hook in &self.hooks.resource {
+            if !hook.matcher.matches(&self.server, uri) {
+                continue;
+            }
+            let HookFn::Resource(f) = &hook.func else {
+                continue;
+            };
+            match run_task(
+                hook,
+                self.hook_timeout,
+                f(uri.to_string(), ctx_for(&base, hook)),
+            )
+            .await
+            {
+                Err(how) => return Err(CallError::hook_failed(&hook.id, how)),
+                Ok(Gate::Continue) => emit(hook, "cont"),
+                Ok(Gate::Deny(r)) => return Err(hook_denied(hook, r)),
+                Ok(Gate::Allow) => return Err(bad_return(hook)),
+            }
+        }
+        let decision = match &policy {
+            None => Decision::no_policy(),
+            Some(p) => {
+                let taint: Vec<&str> = opts.taint.iter().map(String::as_str).collect();
+                let mut r = Request::resource(&self.server, uri)
+                    .with_taint(&taint)
+                    .without_approver();
+                if let Some(pr) = &opts.principal {
+                    r = r.with_principal(pr);
+                }
+                if let Some(a) = &opts.assigns {
+                    r = r.with_assigns(a);
+                }
+                p.decide(&r)
+            }
+        };
+        emit_decision(
+            &self.server,
+            "resource",
+            None,
+            &decision,
+            Approved::NotAsked,
+        );
+        if decision.decision != Verdict::Allow {
+            return Err(CallError::denied(decision));
+        }
+        Ok(self.transport.read_resource(uri).await?)
+    }
+
+    /// Gets a prompt: prompt hooks (which may rewrite the arguments), then
+    /// policy (never asks), then the get.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Option<Value>,
+        opts: &CallOptions,
+    ) -> Result<Value, CallError> {
+        let started = Instant::now();
+        let out = self.prompt_inner(name, arguments, opts).await;
+        emit_call(&self.server, "prompt", Some(name), started, &out);
+        out
+    }
+
+    async fn prompt_inner(
+        &self,
+        name: &str,
+        mut arguments: Option<Value>,
+        opts: &CallOptions,
+    ) -> Result<Value, CallError> {
+        let policy = self.policy_snapshot();
+        let base = self.base_ctx(opts);
+        for hook in &self.hooks.prompt {
+            if !hook.matcher.matches(&self.server, name) {
+                continue;
+            }
+            let HookFn::Prompt(f) = &hook.func else {
+                continue;
+            };
+            let fut = f(name.to_string(), arguments.clone(), ctx_for(&base, hook));
+            match run_task(hook, self.hook_timeout, fut).await {
+                Err(how) => return Err(CallError::hook_failed(&hook.id, how)),
+                Ok(PromptGate::Continue) => emit(hook, "cont"),
+                Ok(PromptGate::Rewrite(a)) => {
+                    if a.as_ref().is_some_and(|v| !v.is_object()) {
+                        return Err(bad_return(hook));
+                    }
+                    emit(hook, "rewrite");
+                    arguments = a;
+                }
+                Ok(PromptGate::Deny(r)) => return Err(hook_denied(hook, r)),
+                Ok(PromptGate::Allow) => return Err(bad_return(hook)),
+            }
+        }
+        let decision = match &policy {
+            None => Decision::no_policy(),
+            Some(p) => {
+                let taint: Vec<&str> = opts.taint.iter().map(String::as_str).collect();
+                let mut r = Request::prompt(&self.server, name)
+                    .with_taint(&taint)
+                    .without_approver();
+                if let Some(a) = &arguments {
+                    r = r.with_args(a);
+                }
+                if let Some(pr) = &opts.principal {
+                    r = r.with_principal(pr);
+                }
+                if let Some(a) = &opts.assigns {
+                    r = r.with_assigns(a);
+                }
+                p.decide(&r)
+            }
+        };
+        emit_decision(
+            &self.server,
+            "prompt",
+            Some(name),
+            &decision,
+            Approved::NotAsked,
+        );
+        if decision.decision != Verdict::Allow {
+            return Err(CallError::denied(decision));
+        }
+        Ok(self.transport.get_prompt(name, arguments).await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_digest_check_refuses_changed_arguments() {
+        let approved = args_digest(&json!({"path": "/srv/a", "n": 1}));
+        assert!(check_digest(&approved, &json!({"n": 1, "path": "/srv/a"})).is_ok());
+        let e = check_digest(&approved, &json!({"path": "/etc/passwd", "n": 1})).unwrap_err();
+        assert_eq!(
+            (e.kind, e.reason),
+            (ErrorKind::Hook, ErrorReason::ArgsChanged)
+        );
+    }
+}

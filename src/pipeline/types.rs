@@ -1,0 +1,243 @@
+//! What flows through the pipeline: the call, its result, the call's
+//! options and the context hooks and the approver see.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::mcp::McpError;
+
+/// One tool call as the pipeline carries it. Hooks get a copy; a
+/// before-hook may hand back one with other `arguments` or `meta`, nothing
+/// else.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    /// The server's id (chosen by the host).
+    pub server: Arc<str>,
+    /// The tool's name as the server lists it.
+    pub name: String,
+    /// The arguments (a JSON object).
+    pub arguments: Value,
+    /// Sent as the request's `_meta`.
+    pub meta: Option<Value>,
+    /// Unique within the pipeline.
+    pub call_id: u64,
+}
+
+impl ToolCall {
+    /// The fingerprint-style digest of the canonical arguments (what the
+    /// approver sees; log it instead of the arguments).
+    pub fn digest(&self) -> String {
+        args_digest(&self.arguments)
+    }
+}
+
+/// `sha256:` and the hex SHA-256 of the arguments' RFC 8785 form.
+pub fn args_digest(arguments: &Value) -> String {
+    crate::fingerprint::digest(arguments).unwrap_or_else(|_| "sha256:unavailable".to_string())
+}
+
+/// A change shaping made to a result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ShapeFlag {
+    /// Bidirectional controls removed.
+    Bidi,
+    /// Zero-width characters removed.
+    ZeroWidth,
+    /// Unicode tag characters removed.
+    TagChars,
+    /// A media block outside the allow-list became a placeholder.
+    MediaDropped,
+    /// A block of an unknown type became a placeholder.
+    UnsupportedContent,
+    /// The result was cut at the size cap.
+    Truncated,
+}
+
+impl ShapeFlag {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ShapeFlag::Bidi => "bidi",
+            ShapeFlag::ZeroWidth => "zero_width",
+            ShapeFlag::TagChars => "tag_chars",
+            ShapeFlag::MediaDropped => "media_dropped",
+            ShapeFlag::UnsupportedContent => "unsupported_content",
+            ShapeFlag::Truncated => "truncated",
+        }
+    }
+}
+
+/// Where a shaped result came from and what shaping changed.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Provenance {
+    pub server: String,
+    pub truncated: bool,
+    pub flags: BTreeSet<ShapeFlag>,
+}
+
+/// A tool's result (`CallToolResult`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ToolResult {
+    /// Content blocks (`{"type": "text", "text": ...}`, images, ...).
+    pub content: Vec<Value>,
+    pub structured_content: Option<Value>,
+    pub is_error: bool,
+    pub meta: Option<Value>,
+    /// Set by shaping.
+    pub provenance: Option<Provenance>,
+}
+
+/// The fixed text of a withheld result.
+pub const WITHHELD_TEXT: &str =
+    "The tool's result was withheld: a hook that checks results failed.";
+
+impl ToolResult {
+    /// A result of one text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        let mut block = Map::new();
+        block.insert("type".into(), Value::from("text"));
+        block.insert("text".into(), Value::from(text.into()));
+        ToolResult {
+            content: vec![Value::Object(block)],
+            ..ToolResult::default()
+        }
+    }
+
+    /// An error result of one text block.
+    pub fn error_text(text: impl Into<String>) -> Self {
+        ToolResult {
+            is_error: true,
+            ..ToolResult::text(text)
+        }
+    }
+
+    /// The result a failing after-hook leaves: an error with a fixed text.
+    pub fn withheld() -> Self {
+        ToolResult::error_text(WITHHELD_TEXT)
+    }
+
+    /// Reads a `CallToolResult` object.
+    pub fn from_value(value: Value) -> Result<Self, McpError> {
+        let Value::Object(mut obj) = value else {
+            return Err(McpError::Protocol("a tool result is not an object".into()));
+        };
+        let content = match obj.remove("content") {
+            Some(Value::Array(c)) => c,
+            None | Some(Value::Null) => Vec::new(),
+            Some(_) => {
+                return Err(McpError::Protocol(
+                    "a tool result's `content` is not a list".into(),
+                ))
+            }
+        };
+        let is_error = match obj.remove("isError") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => b,
+            Some(_) => {
+                return Err(McpError::Protocol(
+                    "a tool result's `isError` is not a boolean".into(),
+                ))
+            }
+        };
+        Ok(ToolResult {
+            content,
+            structured_content: obj.remove("structuredContent"),
+            is_error,
+            meta: obj.remove("_meta"),
+            provenance: None,
+        })
+    }
+
+    /// The `CallToolResult` object (with `provenance` under `_meta` when
+    /// shaped: `{"mcppol/provenance": {...}}`).
+    pub fn to_value(&self) -> Value {
+        let mut obj = Map::new();
+        obj.insert("content".into(), Value::Array(self.content.clone()));
+        if let Some(s) = &self.structured_content {
+            obj.insert("structuredContent".into(), s.clone());
+        }
+        obj.insert("isError".into(), Value::from(self.is_error));
+        let mut meta = match &self.meta {
+            Some(Value::Object(m)) => m.clone(),
+            _ => Map::new(),
+        };
+        if let Some(p) = &self.provenance {
+            meta.insert(
+                "mcppol/provenance".into(),
+                serde_json::json!({
+                    "server": p.server,
+                    "truncated": p.truncated,
+                    "flags": p.flags.iter().map(|f| f.as_str()).collect::<Vec<_>>(),
+                }),
+            );
+        }
+        if !meta.is_empty() {
+            obj.insert("_meta".into(), Value::Object(meta));
+        }
+        Value::Object(obj)
+    }
+
+    /// The text of every text block, joined by newlines.
+    pub fn joined_text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// Per-request options.
+#[derive(Debug, Clone, Default)]
+pub struct CallOptions {
+    /// Who the call is made for (keys grants; `principal` in policy).
+    pub principal: Option<String>,
+    /// Host data (`assigns.KEY` in policy).
+    pub assigns: Option<Value>,
+    /// Server ids whose output is in the model's context.
+    pub taint: Vec<String>,
+    /// Sent as `_meta` (before-hooks may rewrite it).
+    pub meta: Option<Value>,
+    /// Shape the result for a model (default off).
+    pub shape: bool,
+}
+
+impl CallOptions {
+    pub fn principal(mut self, p: &str) -> Self {
+        self.principal = Some(p.to_string());
+        self
+    }
+
+    pub fn assigns(mut self, a: Value) -> Self {
+        self.assigns = Some(a);
+        self
+    }
+
+    pub fn taint(mut self, servers: &[&str]) -> Self {
+        self.taint = servers.iter().map(|s| s.to_string()).collect();
+        self
+    }
+
+    pub fn meta(mut self, m: Value) -> Self {
+        self.meta = Some(m);
+        self
+    }
+
+    pub fn shaped(mut self) -> Self {
+        self.shape = true;
+        self
+    }
+}
+
+/// What a hook (and the approver) knows about the request besides its
+/// payload. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct HookCtx {
+    pub server: Arc<str>,
+    /// The hook's id (empty for the approver).
+    pub hook_id: Arc<str>,
+    pub principal: Option<Arc<str>>,
+    pub assigns: Option<Arc<Value>>,
+    pub taint: Arc<[String]>,
+}
