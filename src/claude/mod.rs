@@ -19,6 +19,8 @@
 //! panic) ends in a `deny` printed with exit status 0 when the event is
 //! known, and exit status 2 with the reason on stderr when it is not.
 
+#[cfg(feature = "pipeline")]
+pub mod command_hooks;
 pub mod event;
 pub mod names;
 pub mod settings;
