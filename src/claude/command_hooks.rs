@@ -145,8 +145,7 @@ pub fn parse_settings(
             "more than the {MAX_SETTINGS_BYTES} bytes a settings file may have"
         )));
     }
-    let value: Value =
-        serde_json::from_str(text).map_err(|e| fail(format!("not JSON: {e}")))?;
+    let value: Value = serde_json::from_str(text).map_err(|e| fail(format!("not JSON: {e}")))?;
     let events = match value.get("hooks") {
         Some(Value::Object(events)) => events,
         Some(_) => return Err(fail("`hooks` is not an object".into())),
@@ -502,7 +501,9 @@ async fn after(command: &Command, call: ToolCall, result: ToolResult) -> Result<
     }
     match string_field(&map, "decision")? {
         Some("block") | Some("deny") => {
-            let reason = string_field(&map, "reason")?.unwrap_or_default().to_string();
+            let reason = string_field(&map, "reason")?
+                .unwrap_or_default()
+                .to_string();
             return Ok(After::Replace(ToolResult::error_text(reason_or(
                 reason, command,
             ))));
@@ -595,15 +596,21 @@ mod tests {
 
     #[test]
     fn bad_settings_are_named() {
-        assert_eq!(err("{"), "s.json: not JSON: EOF while parsing an object at line 1 column 1");
+        assert_eq!(
+            err("{"),
+            "s.json: not JSON: EOF while parsing an object at line 1 column 1"
+        );
         assert_eq!(err("{}"), "s.json: no `hooks` object");
-        assert!(err(r#"{"hooks": {"Stop": []}}"#).contains("hooks.Stop: mcppol runs PreToolUse and PostToolUse hooks only"));
+        assert!(err(r#"{"hooks": {"Stop": []}}"#)
+            .contains("hooks.Stop: mcppol runs PreToolUse and PostToolUse hooks only"));
         assert_eq!(
             err(r#"{"hooks": {"PreToolUse": [{"hooks": [{"type": "prompt", "prompt": "x"}]}]}}"#),
             "s.json: hooks.PreToolUse[0].hooks[0]: `prompt` hooks are not run by mcppol (only `command`)"
         );
-        assert!(err(r#"{"hooks": {"PreToolUse": [{"matcher": "(", "hooks": []}]}}"#)
-            .starts_with("s.json: hooks.PreToolUse[0].matcher `(` is not a regex"));
+        assert!(
+            err(r#"{"hooks": {"PreToolUse": [{"matcher": "(", "hooks": []}]}}"#)
+                .starts_with("s.json: hooks.PreToolUse[0].matcher `(` is not a regex")
+        );
         assert_eq!(
             err(r#"{"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "x", "timeout": 0}]}]}}"#),
             "s.json: hooks.PreToolUse[0].hooks[0].timeout must be a number of seconds above 0 and at most 3600"
