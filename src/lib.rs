@@ -29,6 +29,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod claude;
+#[cfg(feature = "cli")]
 pub mod cli;
 pub mod compile;
 pub mod diagnostics;
@@ -44,6 +45,7 @@ pub mod paths;
 #[cfg(feature = "pipeline")]
 pub mod pipeline;
 pub mod policy;
+#[cfg(feature = "store")]
 pub mod store;
 pub mod syntax;
 pub mod testing;

@@ -35,6 +35,7 @@ pub fn read_json(path: &str) -> Result<Value, String> {
 /// What to do with a server id given for a file that maps server ids to
 /// listings, and so names its servers itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
 pub enum IdForMap {
     /// Read the map; the id is not used.
     Ignore,

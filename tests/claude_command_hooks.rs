@@ -3,7 +3,6 @@
 //! crash, other exit status, unexpected output), as before- and after-hooks
 //! of a governed call to an in-memory MCP server.
 
-#![cfg(feature = "pipeline")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::Path;

@@ -151,12 +151,12 @@ pub struct CallError {
     /// The hook that denied or failed.
     pub hook_id: Option<String>,
     /// The policy decision, when policy decided.
-    pub decision: Option<Decision>,
+    pub decision: Option<Box<Decision>>,
     /// A message for the caller. It is never logged: it may carry what a
     /// hook or the approver said, or the server's error text.
     pub detail: Option<String>,
     /// The server's JSON-RPC error, for `server_error`.
-    pub rpc: Option<crate::mcp::RpcError>,
+    pub rpc: Option<Box<crate::mcp::RpcError>>,
 }
 
 impl CallError {
@@ -186,7 +186,7 @@ impl CallError {
     }
 
     pub fn with_decision(mut self, d: Decision) -> Self {
-        self.decision = Some(d);
+        self.decision = Some(Box::new(d));
         self
     }
 
@@ -213,7 +213,7 @@ impl From<McpError> for CallError {
             McpError::Rpc(rpc) => {
                 let mut err = CallError::new(ErrorKind::Protocol, ErrorReason::ServerError)
                     .with_detail(rpc.message.clone());
-                err.rpc = Some(rpc);
+                err.rpc = Some(Box::new(rpc));
                 err
             }
             McpError::Protocol(m) => {

@@ -98,6 +98,7 @@ pub enum Before {
 }
 
 /// An after-hook's answer.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum After {
     Continue,
@@ -105,6 +106,7 @@ pub enum After {
 }
 
 /// A failure hook's answer.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Failed {
     Continue,

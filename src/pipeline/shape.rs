@@ -67,10 +67,8 @@ pub fn clean_text(text: &str, flags: &mut BTreeSet<ShapeFlag>) -> String {
 
 fn clean_value(v: &mut Value, flags: &mut BTreeSet<ShapeFlag>) {
     match v {
-        Value::String(s) => {
-            if s.chars().any(|c| invisible_class(c).is_some()) {
-                *s = clean_text(s, flags);
-            }
+        Value::String(s) if s.chars().any(|c| invisible_class(c).is_some()) => {
+            *s = clean_text(s, flags);
         }
         Value::Array(items) => items.iter_mut().for_each(|i| clean_value(i, flags)),
         Value::Object(map) => map.values_mut().for_each(|i| clean_value(i, flags)),

@@ -115,3 +115,24 @@ pub const WORDS: &[&str] = &[
     "<=",
     "\"a\" ~ /^b\\//",
 ];
+
+/// [`capture_logs`] for async code: runs `f` on the current task with a
+/// capturing subscriber (current-thread runtimes run spawned tasks on
+/// the same thread, so their events are captured too).
+pub async fn capture_logs_async<F: std::future::Future<Output = ()>>(
+    level: tracing::Level,
+    f: F,
+) -> String {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let guard = tracing::subscriber::set_default(subscriber);
+    f.await;
+    drop(guard);
+    let bytes = captured.0.lock().unwrap().clone();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
