@@ -18,7 +18,7 @@ seed_text() { # TARGET TEXT
   printf '%s' "$2" >"$corpus/$1/$name"
 }
 
-for t in parse_compile decide decide_explain paths canonical_json fmt fmt_parse jsonrpc; do
+for t in parse_compile decide decide_explain paths canonical_json fmt fmt_parse jsonrpc claude_hook; do
   mkdir -p "$corpus/$t"
 done
 
@@ -57,6 +57,12 @@ call='{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"hi"}]}
 printf '%s\n\0\0%s\n\0%s\n\0%s\n' "$init" "$list" "$list2" "$call" >"$corpus/jsonrpc/happy"
 printf '%s\n\0\0{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"no"}}\n\0garbage\n{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}\n{"jsonrpc":"2.0","id":7,"method":"ping"}\n' "$init" >"$corpus/jsonrpc/odd"
 printf '%s\n\0\0{"jsonrpc":"2.0","id":2,"result":{"tools":[]}}\n{"jsonrpc":"2.0","id":2,"result":{"tools":[]}}\n\0\0' "$init" >"$corpus/jsonrpc/duplicate"
+
+# Claude Code hook events (recorded payloads); taint files after a NUL.
+while IFS= read -r -d '' f; do
+  seed_file claude_hook "$f"
+done < <(find "$root/tests/fixtures/claude" -name '*.json' -print0)
+printf '\0mcppol taint 1\n"web"\n"github"\n' >"$corpus/claude_hook/taint"
 
 for t in "$corpus"/*; do
   echo "$(basename "$t"): $(find "$t" -type f | wc -l) seeds"

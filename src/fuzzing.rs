@@ -1,7 +1,7 @@
 //! The narrow internals the fuzz targets (`fuzz/`) check and the public
 //! API does not reach: lexical path canonicalization, the RFC 8785 digest
-//! of any JSON value, and what a compiled policy means with its spans left
-//! out. Compiled only with the `fuzzing` feature (never a default); not
+//! of any JSON value, what a compiled policy means with its spans left
+//! out, and the Claude Code hook's entry point. Compiled only with the `fuzzing` feature (never a default); not
 //! API, and hidden from the docs.
 
 use std::fmt::Write as _;
@@ -11,6 +11,14 @@ use crate::PolicySet;
 
 pub use crate::fingerprint::{digest, is_fingerprint};
 pub use crate::paths::{canonical_root, canonicalize, inside, is_within, PathError};
+
+/// The Claude Code hook: one event in, what it prints and its status out;
+/// and the taint file's reader.
+#[cfg(feature = "cli")]
+pub mod claude {
+    pub use crate::claude::taint::{parse as parse_taint, HEADER as TAINT_HEADER};
+    pub use crate::claude::{run_hook, HookConfig, HookOutput};
+}
 
 /// What the compiled policies of a set mean, as text, with every span and
 /// line left out: two texts that compile to the same rules, settings and

@@ -286,3 +286,99 @@ async fn a_listing_past_the_item_bound_fails() {
         other => panic!("{other:?}"),
     }
 }
+
+// ------------------------------------------------- the Claude Code hook
+
+#[cfg(feature = "cli")]
+mod claude_hook {
+    use super::*;
+    use std::path::Path;
+
+    const SESSION: &str = "5f0c8d2e-1b7a-4c39-9a51-0c6b2f1e7d11";
+
+    fn event(name: &str, changes: Value) -> Vec<u8> {
+        let path = format!("tests/fixtures/claude/{name}.json");
+        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        for (k, new) in changes.as_object().unwrap() {
+            v[k] = new.clone();
+        }
+        v.to_string().into_bytes()
+    }
+
+    fn run(state: &Path, input: Vec<u8>) -> (i32, Value) {
+        let out = assert_cmd::Command::cargo_bin("mcppol")
+            .unwrap()
+            .args([
+                "claude-hook",
+                "--policy",
+                "tests/fixtures/claude/policy.mcppol",
+            ])
+            .args(["--name", "claude", "--state-dir"])
+            .arg(state)
+            .write_stdin(input)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        (
+            out.status.code().unwrap(),
+            serde_json::from_str(&stdout).unwrap(),
+        )
+    }
+
+    fn ls() -> Vec<u8> {
+        event("pre_bash", json!({"tool_input": {"command": "ls"}}))
+    }
+
+    #[test]
+    fn a_taint_file_over_its_bound_is_an_unknown_taint_that_denies() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(format!("s-{SESSION}.taint"));
+        let mut text = String::from("mcppol taint 1\n");
+        while text.len() <= 64 * 1024 {
+            text.push_str("\"some-server\"\n");
+        }
+        std::fs::write(&file, &text).unwrap();
+        let (status, out) = run(dir.path(), ls());
+        assert_eq!(status, 0);
+        let answer = &out["hookSpecificOutput"];
+        assert_eq!(answer["permissionDecision"], "deny", "{out}");
+        let reason = answer["permissionDecisionReason"].as_str().unwrap();
+        assert!(reason.contains("is larger than 64 KiB"), "{reason}");
+        assert!(reason.contains("predicate_failed"), "{reason}");
+    }
+
+    #[test]
+    fn taint_that_would_pass_the_bound_empties_the_file_and_then_denies() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(format!("s-{SESSION}.taint"));
+        let mut text = String::from("mcppol taint 1\n");
+        let mut n = 0;
+        while text.len() < 64 * 1024 - 20 {
+            text.push_str(&format!("\"s{n}\"\n"));
+            n += 1;
+        }
+        std::fs::write(&file, &text).unwrap();
+        // The call within the bound reads the taint and decides by it.
+        let (_, out) = run(dir.path(), ls());
+        assert_eq!(out["hookSpecificOutput"]["permissionDecision"], "deny");
+        // A server whose id does not fit: the append is refused.
+        let post = event(
+            "post_mcp",
+            json!({"tool_name": format!("mcp__{}__search", "w".repeat(40))}),
+        );
+        let (status, out) = run(dir.path(), post);
+        assert_eq!(status, 0);
+        assert_eq!(out["decision"], "block", "{out}");
+        let reason = out["reason"].as_str().unwrap();
+        assert!(reason.contains("would pass 64 KiB"), "{reason}");
+        assert_eq!(std::fs::metadata(&file).unwrap().len(), 0, "not emptied");
+        let (_, out) = run(dir.path(), ls());
+        let reason = out["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .unwrap();
+        assert!(
+            reason.contains("the session's taint is unknown"),
+            "{reason}"
+        );
+    }
+}
