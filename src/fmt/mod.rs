@@ -152,18 +152,48 @@ pub fn format(origin: &str, text: &str) -> Result<String, FmtError> {
         comments: scan(text).comments,
     };
     let out = fmt.render(fmt.nodes(&file));
-    check_safe(origin, text, &out)?;
+    check_safe(origin, &file, text, &out)?;
     Ok(out)
 }
 
-fn check_safe(origin: &str, before: &str, after: &str) -> Result<(), FmtError> {
+/// Each policy's entries, by kind: what the text's layout must not change.
+fn entries(file: &syntax::File) -> Vec<Vec<&'static str>> {
+    file.policies
+        .iter()
+        .map(|p| {
+            p.items
+                .iter()
+                .map(|i| match i {
+                    syntax::Item::Setting(_) => "setting",
+                    syntax::Item::Tools(_) => "tools",
+                    syntax::Item::Rule(_) => "rule",
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn check_safe(
+    origin: &str,
+    parsed: &syntax::File,
+    before: &str,
+    after: &str,
+) -> Result<(), FmtError> {
     let reparsed: Arc<SourceFile> = SourceFile::new(origin, after);
-    let (_, diagnostics) = syntax::parse(&reparsed);
+    let (again, diagnostics) = syntax::parse(&reparsed);
     if let Some(d) = diagnostics.first() {
         return Err(FmtError::Unsafe(format!(
             "the formatted text would not parse ({}); the file is left as it is",
             d.message
         )));
+    }
+    // A `;` can be all that ends an entry whose next one starts with an
+    // unknown word (`when args.file; panside "/x"`): on a new line without
+    // it, the two would read as one.
+    if entries(parsed) != entries(&again) {
+        return Err(FmtError::Unsafe(
+            "formatting would join or split entries (a `;` between them matters here); run `mcppol check` and fix what it reports first".into(),
+        ));
     }
     let (mut b, a) = (token_counts(before), token_counts(after));
     for (t, n) in &a {
@@ -190,6 +220,23 @@ fn check_safe(origin: &str, before: &str, after: &str) -> Result<(), FmtError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by the `fmt` fuzz target: without the `;`, the unknown word
+    /// after a selector read as a test, and formatting twice differed.
+    #[test]
+    fn a_semicolon_that_separates_entries_is_not_lost() {
+        let text =
+            "policy p {\n  allow \"claude/Edit\" when args.file;panside \"$CWD/../shared\"\n}\n";
+        match format("t.mcppol", text) {
+            Err(FmtError::Unsafe(m)) => assert!(m.contains("join or split entries"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        // Where the `;` does not matter, it still goes.
+        assert_eq!(
+            f("policy p { deny \"a/b\"; allow \"c/d\" when args.x == 1; default deny }"),
+            "policy p {\n  deny \"a/b\"\n  allow \"c/d\" when args.x == 1\n  default deny\n}\n"
+        );
+    }
 
     fn f(text: &str) -> String {
         match format("t.mcppol", text) {
