@@ -48,15 +48,11 @@ mod io;
 mod lint;
 mod listing;
 // The governed call and MCP on the wire: public modules of their own (a
-// host API with many types), compiled with the `pipeline` feature. Their
-// items are not all documented yet (the pipeline branch's to finish):
-// `missing_docs` is allowed there only.
+// host API with many types), compiled with the `pipeline` feature.
 #[cfg(feature = "pipeline")]
-#[allow(missing_docs)]
 pub mod mcp;
 mod paths;
 #[cfg(feature = "pipeline")]
-#[allow(missing_docs)]
 pub mod pipeline;
 mod policy;
 #[cfg(feature = "store")]
