@@ -15,7 +15,9 @@
 //! `ask_failed`. No hook can allow: policy is the only allow authority.
 
 // The modules are the crate's own; what a host uses is re-exported below.
+// `command_hooks` (Claude Code's command hooks) is a namespace of its own.
 pub(crate) mod approval;
+pub mod command_hooks;
 pub(crate) mod error;
 pub(crate) mod hooks;
 pub(crate) mod schema;
