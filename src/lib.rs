@@ -51,8 +51,19 @@ mod escape;
 mod eval;
 mod fingerprint;
 mod fmt;
+/// Internals for the fuzz targets under `fuzz/` (feature `fuzzing`, never a
+/// default): not API. Without the feature the module is private, and the
+/// formatter's unit tests still share its `meaning`.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+#[allow(missing_docs)]
+pub mod fuzzing;
+#[cfg(not(feature = "fuzzing"))]
+#[allow(dead_code, unused_imports)]
+mod fuzzing;
 mod host;
 mod io;
+mod limits;
 mod lint;
 mod listing;
 // The governed call and MCP on the wire: public modules of their own (a
@@ -93,6 +104,7 @@ pub use eval::{Decision, Reason, Request, Source, Tri, Verdict};
 pub use fingerprint::{fingerprint, FingerprintError, Lock, ToolApproval};
 pub use fmt::{format, FmtError};
 pub use host::{HostPredicate, HostPredicates};
+pub use limits::MAX_RULES;
 pub use lint::{check_text, Lint, LintOptions, Listing, ListingError, LINTS};
 pub use policy::{DefaultDecision, PickError, Policy, PolicySet, Scope, Settings, Trusted};
 #[cfg(feature = "store")]

@@ -111,7 +111,11 @@ impl FakeServer {
         let handler: ToolHandler = Arc::new(move |args| Box::pin(f(args)));
         {
             let mut s = self.lock();
-            s.tools.retain(|t| t.get("name") != definition.get("name"));
+            // Only a name already there has an entry to replace (adding n
+            // tools stays linear).
+            if s.handlers.contains_key(&name) {
+                s.tools.retain(|t| t.get("name") != definition.get("name"));
+            }
             s.tools.push(definition);
             s.handlers.insert(name, handler);
         }

@@ -11,7 +11,7 @@ pub(crate) mod memory;
 pub(crate) mod stdio;
 pub(crate) mod transport;
 
-pub use connection::{ConnectOptions, Connection};
+pub use connection::{ConnectOptions, Connection, DEFAULT_MAX_PENDING, MAX_SERVER_REQUESTS};
 pub use framing::DEFAULT_MAX_LINE_BYTES;
 pub use jsonrpc::{codes, Notification, RpcError};
 pub use memory::{text_result, FakeServer, MemoryTransport, ToolHandler, MAX_RECORDED};

@@ -34,6 +34,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::broadcast;
 
+pub use crate::limits::{MAX_ARGUMENT_BYTES, MAX_ARGUMENT_DEPTH, MAX_TOOL_DEFINITION_BYTES};
 pub use approval::{
     Approval, ApprovalRequest, Approver, Clock, Grant, GrantKey, Grants, ManualClock, MemoryGrants,
     SystemClock, DEFAULT_ASK_TIMEOUT, DEFAULT_GRANT_TTL, MAX_GRANTS,
