@@ -1,7 +1,9 @@
 //! The integration tests, in one test binary: one module per area, the
 //! helpers of `common` shared once. One binary links once, where one per
-//! file linked the crate and its dependencies 30 times over (see
-//! `docs/testing.md`).
+//! file linked the crate and its dependencies 30 times over: after a change
+//! to `src/`, `cargo test --no-run` took 50-55 s (31 executables, about
+//! 24 MB each) and takes about 26 s now (4 executables; this one is 47 MB),
+//! on the 2 shared cores of the session that measured it.
 //!
 //! A module that needs a cargo feature is compiled only with it. The one
 //! test kept out of this binary is `tests/runaway.rs`: it installs a
