@@ -5,7 +5,9 @@
 //! 24 MB each) and takes about 26 s now (4 executables; this one is 47 MB),
 //! on the 2 shared cores of the session that measured it.
 //!
-//! A module that needs a cargo feature is compiled only with it. The one
+//! A module that needs a cargo feature (the `mcppol` binary is built with
+//! `cli`) is compiled only with it, so `cargo test --no-default-features`
+//! runs what a decide-only build can. The one
 //! test kept out of this binary is `tests/runaway.rs`: it installs a
 //! counting global allocator, which is per process, and its byte counts
 //! would take in every other test's allocations here.
@@ -29,10 +31,13 @@ mod cli;
 #[cfg(feature = "cli")]
 mod cwd_root;
 mod diagnostics;
+#[cfg(feature = "cli")]
 mod docs_examples;
 mod explain_agrees;
 mod fmt;
+#[cfg(feature = "cli")]
 mod hardened_cli;
+#[cfg(feature = "cli")]
 mod hardening_cli;
 mod library_errors;
 #[cfg(feature = "cli")]
@@ -46,14 +51,18 @@ mod pipeline;
 mod pipeline_recipes;
 mod properties;
 mod robustness;
+#[cfg(feature = "cli")]
 mod roots;
 mod semantics;
 mod semantics_hardening;
 #[cfg(feature = "store")]
 mod store;
+#[cfg(feature = "store")]
 mod store_inputs;
 #[cfg(feature = "store")]
 mod store_logs;
+#[cfg(feature = "store")]
 mod store_notify;
+#[cfg(feature = "cli")]
 mod tainted_by;
 mod telemetry;
