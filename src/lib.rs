@@ -81,9 +81,10 @@ mod syntax;
 mod testing;
 mod uri;
 
-/// The README's Rust examples, compiled and run as doc tests.
+/// The README's Rust examples, compiled and run as doc tests (they use
+/// the store and the pipeline, so only in a build with them).
 #[doc = include_str!("../README.md")]
-#[cfg(doctest)]
+#[cfg(all(doctest, feature = "pipeline"))]
 pub struct ReadmeDoctests;
 
 /// The pipeline guide's Rust examples, compiled and run as doc tests.

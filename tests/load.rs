@@ -8,6 +8,9 @@
 #![cfg(feature = "pipeline")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+// Its own binary (not in tests/suite): it reads the process's RSS, which
+// other tests running beside it in one binary would move.
+#[path = "suite/common/mod.rs"]
 mod common;
 
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -11,7 +11,7 @@
 mod gen;
 
 #[allow(dead_code)]
-#[path = "../../tests/common/words.rs"]
+#[path = "../../tests/suite/common/words.rs"]
 mod words;
 
 use std::path::{Path, PathBuf};
