@@ -59,6 +59,8 @@ mod paths;
 #[allow(missing_docs)]
 pub mod pipeline;
 mod policy;
+#[cfg(feature = "cli")]
+mod proxy;
 #[cfg(feature = "store")]
 mod store;
 // Not API: reachable from outside only through the hidden `__private`.

@@ -11,6 +11,7 @@ mod fmt;
 mod inputs;
 mod listing;
 mod lock;
+mod proxy;
 mod request_args;
 mod request_file;
 mod table;
@@ -68,6 +69,9 @@ enum Command {
     /// Rewrite policy files in the one canonical layout (comments kept), or
     /// with --check list those that are not.
     Fmt(fmt::FmtArgs),
+    /// Enforce a policy in front of a stdio MCP server: relay JSON-RPC
+    /// between the host (stdin/stdout) and the server command after `--`.
+    Proxy(Box<proxy::ProxyArgs>),
 }
 
 /// The status when standard output is closed before everything is written
@@ -128,6 +132,7 @@ pub fn main() -> ExitCode {
         Command::Table(args) => table::run(args),
         Command::Lock(args) => lock::run(args),
         Command::Fmt(args) => fmt::run(args),
+        Command::Proxy(args) => proxy::run(*args),
     };
     ExitCode::from(status)
 }
