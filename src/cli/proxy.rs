@@ -112,13 +112,14 @@ pub fn run(args: ProxyArgs) -> u8 {
         None => None,
         Some(path) => match Audit::open(path) {
             Ok(a) => Some(Arc::new(a)),
-            Err(e) => {
-                return usage_error(&format!("--audit `{}`: {e}", path.display()), None)
-            }
+            Err(e) => return usage_error(&format!("--audit `{}`: {e}", path.display()), None),
         },
     };
     if let Err(e) = store.watch(Watch::events()) {
-        return usage_error(&format!("cannot watch `{}`: {e}", args.policy.display()), None);
+        return usage_error(
+            &format!("cannot watch `{}`: {e}", args.policy.display()),
+            None,
+        );
     }
     let config = Config {
         server_id: args.server_id,

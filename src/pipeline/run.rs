@@ -667,12 +667,24 @@ impl Pipeline {
             .map(|fp| self.grant_key(principal, &call.name, fp));
         let tool = Some(call.name.as_str());
         if key.as_ref().is_some_and(|k| self.grants.is_live(k)) {
-            self.emit_decision("tool", tool, &decision, Approved::Grant, Some(&call.arguments));
+            self.emit_decision(
+                "tool",
+                tool,
+                &decision,
+                Approved::Grant,
+                Some(&call.arguments),
+            );
             return Ok(digest);
         }
         let Some(approver) = &self.approver else {
             // Unreachable through decide (no approver: never ask); closed anyway.
-            self.emit_decision("tool", tool, &decision, Approved::Failed, Some(&call.arguments));
+            self.emit_decision(
+                "tool",
+                tool,
+                &decision,
+                Approved::Failed,
+                Some(&call.arguments),
+            );
             return Err(CallError::new(
                 ErrorKind::Denied,
                 ErrorReason::Policy(crate::Reason::NoApprover),
@@ -707,14 +719,26 @@ impl Pipeline {
         };
         match answer {
             Ok(Approval::AllowOnce) => {
-                self.emit_decision("tool", tool, &decision, Approved::Once, Some(&call.arguments));
+                self.emit_decision(
+                    "tool",
+                    tool,
+                    &decision,
+                    Approved::Once,
+                    Some(&call.arguments),
+                );
                 Ok(digest)
             }
             Ok(Approval::AllowAlways) => {
                 if let Some(k) = key {
                     self.grants.record(k, self.grant_ttl);
                 }
-                self.emit_decision("tool", tool, &decision, Approved::Always, Some(&call.arguments));
+                self.emit_decision(
+                    "tool",
+                    tool,
+                    &decision,
+                    Approved::Always,
+                    Some(&call.arguments),
+                );
                 Ok(digest)
             }
             Ok(Approval::Deny(r)) => Err(denied(ErrorReason::AskDenied, Approved::Denied, Some(r))),
@@ -844,13 +868,7 @@ impl Pipeline {
                 p.decide(&opts.apply(r))
             }
         };
-        self.emit_decision(
-            "resource",
-            Some(uri),
-            &decision,
-            Approved::NotAsked,
-            None,
-        );
+        self.emit_decision("resource", Some(uri), &decision, Approved::NotAsked, None);
         if decision.decision != Verdict::Allow {
             return Err(CallError::denied(decision));
         }

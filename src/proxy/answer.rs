@@ -33,7 +33,11 @@ pub(crate) fn refusal_text(e: &CallError) -> String {
         Some(d) => text.push_str(&format!(
             "decision {}, reason {}, rule {}",
             // The policy's verdict was ask when a person or approver said no.
-            if e.kind == ErrorKind::Denied { "deny" } else { d.decision.as_str() },
+            if e.kind == ErrorKind::Denied {
+                "deny"
+            } else {
+                d.decision.as_str()
+            },
             e.reason.as_str(),
             d.rule_id.as_deref().unwrap_or("none"),
         )),
@@ -53,7 +57,10 @@ pub(crate) fn refusal_text(e: &CallError) -> String {
     text.push('.');
     let said = matches!(
         e.reason,
-        ErrorReason::HookDenied | ErrorReason::AskDenied | ErrorReason::AskHalt | ErrorReason::InvalidArguments
+        ErrorReason::HookDenied
+            | ErrorReason::AskDenied
+            | ErrorReason::AskHalt
+            | ErrorReason::InvalidArguments
     );
     if let (true, Some(detail)) = (said, &e.detail) {
         text.push_str(&format!(" {detail}"));
@@ -67,7 +74,10 @@ pub(crate) fn refusal_text(e: &CallError) -> String {
 }
 
 /// The answer to a `tools/call` through the pipeline.
-pub(crate) fn call_answer(name: &str, out: Result<ToolResult, CallError>) -> Result<Value, RpcError> {
+pub(crate) fn call_answer(
+    name: &str,
+    out: Result<ToolResult, CallError>,
+) -> Result<Value, RpcError> {
     match out {
         Ok(result) => Ok(result.to_value()),
         Err(e) => match (e.kind, e.reason) {
@@ -75,7 +85,9 @@ pub(crate) fn call_answer(name: &str, out: Result<ToolResult, CallError>) -> Res
             (ErrorKind::Denied | ErrorKind::Hook, _)
             | (
                 ErrorKind::Protocol,
-                ErrorReason::InvalidArguments | ErrorReason::UnsafeSchema | ErrorReason::InvalidStructuredContent,
+                ErrorReason::InvalidArguments
+                | ErrorReason::UnsafeSchema
+                | ErrorReason::InvalidStructuredContent,
             ) => Ok(ToolResult::error_text(refusal_text(&e)).to_value()),
             _ => Err(other_error(e)),
         },
@@ -124,16 +136,23 @@ mod tests {
 
     #[test]
     fn refusals_name_decision_reason_and_rule() {
-        let set = PolicySet::from_text("p.mcppol", "policy p {\n  deny no_rm: \"fs/rm\"\n}").unwrap();
+        let set =
+            PolicySet::from_text("p.mcppol", "policy p {\n  deny no_rm: \"fs/rm\"\n}").unwrap();
         let d = set.get("p").unwrap().decide(&Request::tool("fs", "rm"));
         let out = call_answer("rm", Err(CallError::denied(d))).unwrap();
         assert_eq!(out["isError"], true);
         let text = out["content"][0]["text"].as_str().unwrap();
-        assert!(text.contains("decision deny, reason deny_rule, rule no_rm"), "{text}");
+        assert!(
+            text.contains("decision deny, reason deny_rule, rule no_rm"),
+            "{text}"
+        );
         let hidden = call_answer("secret", Err(CallError::not_found())).unwrap_err();
         let unknown = call_answer("nothing", Err(CallError::not_found())).unwrap_err();
         assert_eq!((hidden.code, unknown.code), (-32602, -32602));
-        assert_eq!(hidden.message.replace("secret", "X"), unknown.message.replace("nothing", "X"));
+        assert_eq!(
+            hidden.message.replace("secret", "X"),
+            unknown.message.replace("nothing", "X")
+        );
     }
 
     #[test]

@@ -170,13 +170,21 @@ mod tests {
     #[test]
     fn answers_and_capabilities() {
         assert_eq!(parse_answer("allow_once\n", "x"), Ok(Approval::AllowOnce));
-        assert_eq!(parse_answer(" allow_always ", "x"), Ok(Approval::AllowAlways));
+        assert_eq!(
+            parse_answer(" allow_always ", "x"),
+            Ok(Approval::AllowAlways)
+        );
         assert!(matches!(parse_answer("deny", "x"), Ok(Approval::Deny(_))));
-        assert!(matches!(parse_answer("deny_and_halt", "x"), Ok(Approval::DenyAndHalt(_))));
+        assert!(matches!(
+            parse_answer("deny_and_halt", "x"),
+            Ok(Approval::DenyAndHalt(_))
+        ));
         assert!(parse_answer("yes", "x").is_err());
         assert!(parse_answer("", "x").is_err());
         assert!(host_elicits(&json!({"elicitation": {}})));
-        assert!(host_elicits(&json!({"elicitation": {"form": {}, "url": {}}})));
+        assert!(host_elicits(
+            &json!({"elicitation": {"form": {}, "url": {}}})
+        ));
         assert!(!host_elicits(&json!({"elicitation": {"url": {}}})));
         assert!(!host_elicits(&json!({"roots": {}})));
     }

@@ -117,10 +117,17 @@ mod tests {
         });
         audit.not_found("fs", "secret", true, "sha256:11");
         let text = std::fs::read_to_string(&path).unwrap();
-        let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
         assert_eq!(lines.len(), 2);
         assert_eq!(
-            (lines[0]["decision"].as_str(), lines[0]["reason"].as_str(), lines[0]["rule_id"].as_str()),
+            (
+                lines[0]["decision"].as_str(),
+                lines[0]["reason"].as_str(),
+                lines[0]["rule_id"].as_str()
+            ),
             (Some("deny"), Some("ask_denied"), Some("a"))
         );
         assert_eq!(lines[1]["reason"], "hidden");
@@ -128,7 +135,18 @@ mod tests {
             let keys: Vec<&String> = l.as_object().unwrap().keys().collect();
             assert_eq!(
                 keys,
-                ["time", "server", "kind", "name", "decision", "source", "reason", "rule_id", "args_digest", "approval"]
+                [
+                    "time",
+                    "server",
+                    "kind",
+                    "name",
+                    "decision",
+                    "source",
+                    "reason",
+                    "rule_id",
+                    "args_digest",
+                    "approval"
+                ]
             );
         }
     }

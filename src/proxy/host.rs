@@ -28,7 +28,10 @@ pub(crate) async fn read<R: AsyncRead + Unpin>(shared: Arc<Shared>, input: R) {
                 tracing::warn!(target: "mcppol::proxy", max, "the host sent a line over the bound: refused");
                 shared
                     .host
-                    .send_line(error_line(codes::INVALID_REQUEST, &format!("a line of more than {max} bytes")))
+                    .send_line(error_line(
+                        codes::INVALID_REQUEST,
+                        &format!("a line of more than {max} bytes"),
+                    ))
                     .await;
             }
             Err(FrameError::Io(e)) => {
@@ -59,7 +62,10 @@ async fn on_line(shared: &Arc<Shared>, line: &[u8]) {
                 crate::mcp::jsonrpc::MessageError::NotJson => codes::PARSE_ERROR,
                 _ => codes::INVALID_REQUEST,
             };
-            shared.host.send_line(error_line(code, &e.to_string())).await;
+            shared
+                .host
+                .send_line(error_line(code, &e.to_string()))
+                .await;
             return;
         }
     };
@@ -69,7 +75,9 @@ async fn on_line(shared: &Arc<Shared>, line: &[u8]) {
                 tracing::debug!(target: "mcppol::proxy", %id, "an answer from the host to no pending request");
             }
         }
-        Message::Notification(n) if n.method == "notifications/cancelled" => cancel(shared, n).await,
+        Message::Notification(n) if n.method == "notifications/cancelled" => {
+            cancel(shared, n).await
+        }
         Message::Notification(_) => shared.server.send_line(line.to_vec()).await,
         Message::Request(r) => start(shared, r).await,
     }
@@ -81,7 +89,9 @@ async fn cancel(shared: &Shared, n: Notification) {
     let Some(params) = n.params.as_ref() else {
         return;
     };
-    let Ok(id) = serde_json::from_value::<Id>(params.get("requestId").cloned().unwrap_or(Value::Null)) else {
+    let Ok(id) =
+        serde_json::from_value::<Id>(params.get("requestId").cloned().unwrap_or(Value::Null))
+    else {
         return;
     };
     let entry = Shared::lock(&shared.inflight).remove(&id);
@@ -93,7 +103,10 @@ async fn cancel(shared: &Shared, n: Notification) {
     if let Some(upstream) = upstream {
         let mut params = params.clone();
         params["requestId"] = Value::from(upstream);
-        shared.server.notify("notifications/cancelled", Some(params)).await;
+        shared
+            .server
+            .notify("notifications/cancelled", Some(params))
+            .await;
     }
 }
 
@@ -103,7 +116,10 @@ async fn start(shared: &Arc<Shared>, request: Request) {
     if full {
         let e = RpcError::new(
             codes::INTERNAL_ERROR,
-            format!("mcppol: more than {} requests in flight", shared.max_pending),
+            format!(
+                "mcppol: more than {} requests in flight",
+                shared.max_pending
+            ),
         );
         shared.host.respond(request.id, Err(e)).await;
         return;
@@ -145,7 +161,10 @@ fn params_of(request: &Request) -> &Value {
 
 fn str_param<'a>(params: &'a Value, key: &str, method: &str) -> Result<&'a str, RpcError> {
     params.get(key).and_then(Value::as_str).ok_or_else(|| {
-        RpcError::new(codes::INVALID_PARAMS, format!("{method}: `{key}` is missing or not a string"))
+        RpcError::new(
+            codes::INVALID_PARAMS,
+            format!("{method}: `{key}` is missing or not a string"),
+        )
     })
 }
 
@@ -172,7 +191,10 @@ async fn serve(shared: &Arc<Shared>, request: Request) -> Result<Value, RpcError
         }
         "tools/list" => {
             let p = pipeline(shared)?;
-            let tools = p.list_tools(&options(params)).await.map_err(answer::other_error)?;
+            let tools = p
+                .list_tools(&options(params))
+                .await
+                .map_err(answer::other_error)?;
             Ok(json!({ "tools": tools }))
         }
         "tools/call" => {
@@ -180,7 +202,10 @@ async fn serve(shared: &Arc<Shared>, request: Request) -> Result<Value, RpcError
             let name = str_param(params, "name", "tools/call")?;
             let args = params.get("arguments").cloned().unwrap_or(json!({}));
             if !args.is_object() {
-                return Err(RpcError::new(codes::INVALID_PARAMS, "tools/call: `arguments` is not an object"));
+                return Err(RpcError::new(
+                    codes::INVALID_PARAMS,
+                    "tools/call: `arguments` is not an object",
+                ));
             }
             let digest = shared.audit.as_ref().map(|_| args_digest(&args));
             let out = p.call_tool(name, args, &options(params)).await;
@@ -198,13 +223,19 @@ async fn serve(shared: &Arc<Shared>, request: Request) -> Result<Value, RpcError
         "resources/read" => {
             let p = pipeline(shared)?;
             let uri = str_param(params, "uri", "resources/read")?;
-            read_answer("resource read", p.read_resource(uri, &options(params)).await)
+            read_answer(
+                "resource read",
+                p.read_resource(uri, &options(params)).await,
+            )
         }
         "prompts/get" => {
             let p = pipeline(shared)?;
             let name = str_param(params, "name", "prompts/get")?;
             let args = params.get("arguments").cloned();
-            read_answer("prompt get", p.get_prompt(name, args, &options(params)).await)
+            read_answer(
+                "prompt get",
+                p.get_prompt(name, args, &options(params)).await,
+            )
         }
         method => relay(shared, method, request.params.clone()).await,
     }
@@ -212,11 +243,7 @@ async fn serve(shared: &Arc<Shared>, request: Request) -> Result<Value, RpcError
 
 /// Relays a host request to the server under a new id and gives back the
 /// server's answer.
-async fn relay(
-    shared: &Shared,
-    method: &str,
-    params: Option<Value>,
-) -> Result<Value, RpcError> {
+async fn relay(shared: &Shared, method: &str, params: Option<Value>) -> Result<Value, RpcError> {
     let (id, rx) = shared
         .server
         .start_request(method, params)

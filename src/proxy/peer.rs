@@ -86,7 +86,8 @@ impl Peer {
 
     /// Answers a request of this side.
     pub(crate) async fn respond(&self, id: Id, outcome: Result<Value, RpcError>) {
-        self.send(&Message::Response(Response { id, outcome })).await;
+        self.send(&Message::Response(Response { id, outcome }))
+            .await;
     }
 
     /// Sends a notification.
@@ -259,7 +260,8 @@ mod tests {
             Err(PeerError::Closed(m)) if m.contains("more than 2")
         ));
         let mut lines = tokio::io::BufReader::new(r).lines();
-        let first: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+        let first: Value =
+            serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
         assert_eq!(first, json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}));
         assert!(peer.resolve(&Id::Number(1), Ok(json!({}))));
         assert!(!peer.resolve(&Id::Number(1), Ok(json!({}))));

@@ -95,22 +95,36 @@ mod tests {
     use super::*;
 
     fn roots(uris: &[&str]) -> Vec<Value> {
-        uris.iter().map(|u| json!({"uri": u, "name": "h"})).collect()
+        uris.iter()
+            .map(|u| json!({"uri": u, "name": "h"}))
+            .collect()
     }
 
     #[test]
     fn wider_roots_narrow_and_outside_ones_drop() {
         let pinned = vec!["/srv/work".to_string(), "/srv/docs".to_string()];
         let (out, dropped) = pin(
-            &roots(&["file:///", "file:///srv/work/a", "file:///etc", "https://x/y", "file:///srv/work/../../etc"]),
+            &roots(&[
+                "file:///",
+                "file:///srv/work/a",
+                "file:///etc",
+                "https://x/y",
+                "file:///srv/work/../../etc",
+            ]),
             &pinned,
         );
         let uris: Vec<&str> = out.iter().map(|r| r["uri"].as_str().unwrap()).collect();
-        assert_eq!(uris, ["file:///srv/work", "file:///srv/docs", "file:///srv/work/a"]);
+        assert_eq!(
+            uris,
+            ["file:///srv/work", "file:///srv/docs", "file:///srv/work/a"]
+        );
         // A root kept as it is keeps its name; a narrowed one has none.
         assert_eq!(out[2]["name"], "h");
         assert!(out[0].get("name").is_none());
-        assert_eq!(dropped, ["file:///etc", "https://x/y", "file:///srv/work/../../etc"]);
+        assert_eq!(
+            dropped,
+            ["file:///etc", "https://x/y", "file:///srv/work/../../etc"]
+        );
     }
 
     #[test]

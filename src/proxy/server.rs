@@ -70,7 +70,10 @@ async fn on_notification(shared: &Arc<Shared>, n: Notification, line: &[u8]) {
             abort.abort();
             let mut params = n.params.unwrap_or(json!({}));
             params["requestId"] = Value::from(host_id);
-            shared.host.notify("notifications/cancelled", Some(params)).await;
+            shared
+                .host
+                .notify("notifications/cancelled", Some(params))
+                .await;
         }
         return;
     }
@@ -114,7 +117,11 @@ async fn serve(shared: &Arc<Shared>, request: Request) -> Result<Value, RpcError
         ("roots/list", Some(pinned)) => {
             let answer = ask_host(shared, &request.id, "roots/list", request.params).await;
             let host_roots = match answer {
-                Ok(v) => v.get("roots").and_then(Value::as_array).cloned().unwrap_or_default(),
+                Ok(v) => v
+                    .get("roots")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default(),
                 Err(e) => {
                     tracing::warn!(target: "mcppol::proxy", code = e.code, "the host did not list its roots: the server gets none");
                     Vec::new()
@@ -137,7 +144,11 @@ async fn ask_host(
     method: &str,
     params: Option<Value>,
 ) -> Result<Value, RpcError> {
-    let (id, rx) = shared.host.start_request(method, params).await.map_err(closed)?;
+    let (id, rx) = shared
+        .host
+        .start_request(method, params)
+        .await
+        .map_err(closed)?;
     if let Some(entry) = Shared::lock(&shared.relayed).get_mut(server_id) {
         entry.0 = id;
     }
@@ -145,6 +156,9 @@ async fn ask_host(
     match rx.await {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(e)) => Err(closed(e)),
-        Err(_) => Err(RpcError::new(codes::INTERNAL_ERROR, "mcppol: the host is gone")),
+        Err(_) => Err(RpcError::new(
+            codes::INTERNAL_ERROR,
+            "mcppol: the host is gone",
+        )),
     }
 }

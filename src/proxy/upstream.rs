@@ -24,7 +24,9 @@ tokio::task_local! {
 /// Records `id` in the current host request's slot, if any.
 pub(crate) fn note_upstream(id: i64) {
     let _ = SLOT.try_with(|slot| {
-        *slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(id);
+        *slot
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(id);
     });
 }
 
@@ -83,7 +85,11 @@ impl Transport for Upstream {
         Box::pin(async move {
             let sent = AtomicI64::new(0);
             let answer = async {
-                let (id, rx) = self.peer.start_request(method, params).await.map_err(to_mcp)?;
+                let (id, rx) = self
+                    .peer
+                    .start_request(method, params)
+                    .await
+                    .map_err(to_mcp)?;
                 sent.store(id, Ordering::Relaxed);
                 note_upstream(id);
                 let _forget = self.peer.forget_on_drop(id);
