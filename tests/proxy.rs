@@ -213,6 +213,20 @@ fn pinned_roots_narrow_what_the_host_gives_and_unpinned_pass_through() {
         p.stderr_text().contains("file:///etc"),
         "the drop is logged"
     );
+    // An edit of the pinned roots is announced to the server.
+    std::fs::write(&policy, POLICY.replace("/srv/work", "/srv/other")).unwrap();
+    let mut told = false;
+    for _ in 0..100 {
+        std::thread::sleep(Duration::from_millis(100));
+        if server_log(dir.path())
+            .iter()
+            .any(|m| m["method"] == "notifications/roots/list_changed")
+        {
+            told = true;
+            break;
+        }
+    }
+    assert!(told, "{}", p.stderr_text());
     drop(p);
 
     let (dir, policy) = setup(&POLICY.replace("roots \"/srv/work\"", ""));

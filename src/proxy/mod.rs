@@ -145,6 +145,7 @@ pub(crate) async fn run(config: Config) -> u8 {
             hooks: config.hooks,
         })),
     });
+    server::watch_roots(&shared);
     let from_host = tokio::spawn(host::read(shared.clone(), tokio::io::stdin()));
     let from_server = tokio::spawn(server::read(shared.clone(), child_out));
     let status = tokio::select! {

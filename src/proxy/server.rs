@@ -162,3 +162,45 @@ async fn ask_host(
         )),
     }
 }
+
+/// While the policy pins roots, an edit that changes them is announced to
+/// the server (`notifications/roots/list_changed`), so it asks again and
+/// gets the new intersection. Only when the host declared `roots`: a server
+/// of a host without them does not use them. Runs on a thread of its own
+/// (the store's notices are a blocking channel) until the store goes.
+pub(crate) fn watch_roots(shared: &Arc<Shared>) {
+    let swaps = shared.store.subscribe();
+    let handle = tokio::runtime::Handle::current();
+    let weak = Arc::downgrade(shared);
+    let roots_of = |s: &Shared| {
+        s.store
+            .get(&s.policy_name)
+            .and_then(|p| p.roots().map(<[String]>::to_vec))
+    };
+    let mut last = roots_of(shared);
+    let spawned = std::thread::Builder::new()
+        .name("mcppol-roots".into())
+        .spawn(move || {
+            for _swap in swaps {
+                let Some(shared) = weak.upgrade() else {
+                    return;
+                };
+                let now = roots_of(&shared);
+                let host_has_roots = shared
+                    .host_caps
+                    .get()
+                    .is_some_and(|c| c.get("roots").is_some());
+                if now != last && host_has_roots {
+                    tracing::info!(target: "mcppol::proxy", "the pinned roots changed: the server is told to list them again");
+                    let server = shared.server.clone();
+                    handle.spawn(async move {
+                        server.notify("notifications/roots/list_changed", None).await;
+                    });
+                }
+                last = now;
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!(target: "mcppol::proxy", error = %e, "cannot watch the pinned roots: an edit of them reaches the server on its next roots/list");
+    }
+}
