@@ -35,6 +35,9 @@ extern crate alloc;
 
 // Every module is private: what a host uses is re-exported below, so an
 // internal rename is never a breaking change.
+// Claude Code's permission hook, run by `mcppol claude-hook`.
+#[cfg(feature = "cli")]
+mod claude;
 #[cfg(feature = "cli")]
 mod cli;
 mod compile;
@@ -59,7 +62,7 @@ mod paths;
 #[allow(missing_docs)]
 pub mod pipeline;
 mod policy;
-#[cfg(feature = "cli")]
+#[cfg(all(feature = "cli", feature = "pipeline"))]
 mod proxy;
 #[cfg(feature = "store")]
 mod store;

@@ -543,3 +543,55 @@ fn usage_errors_before_the_server_starts() {
         .unwrap();
     assert_eq!(out.status.code(), Some(127));
 }
+
+#[test]
+fn a_claude_style_command_hook_runs_in_the_proxy_and_exit_2_denies_with_its_stderr() {
+    let (dir, policy) = setup(POLICY);
+    let script = dir.path().join("guard.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\nif grep -q forbidden; then echo 'echo is off limits today' >&2; exit 2; fi\nexit 0\n",
+    )
+    .unwrap();
+    let settings = dir.path().join("settings.json");
+    let hooks = json!({"hooks": {"PreToolUse": [{"matcher": "mcp__scripted__echo",
+        "hooks": [{"type": "command", "command": format!("sh '{}'", script.display())}]}]}});
+    std::fs::write(&settings, hooks.to_string()).unwrap();
+    let mut p = start(
+        dir.path(),
+        &policy,
+        &["--hooks", settings.to_str().unwrap()],
+    );
+    p.initialize(json!({}));
+    let denied = p.call("echo", json!({"word": "forbidden"}));
+    let t = text(&denied);
+    assert_eq!(denied["result"]["isError"], true, "{denied}");
+    assert!(
+        t.contains("reason hook_denied") && t.contains("echo is off limits today"),
+        "{t}"
+    );
+    assert_eq!(
+        text(&p.call("echo", json!({"word": "fine"}))),
+        r#"{"word": "fine"}"#
+    );
+    // The denied call never reached the server.
+    assert_eq!(calls_reaching_server(dir.path()), ["echo"]);
+
+    let broken = dir.path().join("broken.json");
+    std::fs::write(&broken, r#"{"hooks": {"Stop": []}}"#).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcppol"))
+        .args([
+            "proxy",
+            "--policy",
+            &policy,
+            "--server-id",
+            "scripted",
+            "--hooks",
+        ])
+        .arg(&broken)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--hooks"));
+}

@@ -3,6 +3,7 @@
 //! 2 usage errors and policies that do not load (`eval`).
 
 mod check;
+mod claude_hook;
 mod eval;
 mod explain;
 mod files;
@@ -11,6 +12,7 @@ mod fmt;
 mod inputs;
 mod listing;
 mod lock;
+#[cfg(feature = "pipeline")]
 mod proxy;
 mod request_args;
 mod request_file;
@@ -69,9 +71,15 @@ enum Command {
     /// Rewrite policy files in the one canonical layout (comments kept), or
     /// with --check list those that are not.
     Fmt(fmt::FmtArgs),
+    #[cfg(feature = "pipeline")]
     /// Enforce a policy in front of a stdio MCP server: relay JSON-RPC
     /// between the host (stdin/stdout) and the server command after `--`.
     Proxy(Box<proxy::ProxyArgs>),
+    /// Claude Code's permission hook: decide a PreToolUse event read on
+    /// stdin, record taint on PostToolUse, clear it on SessionEnd; or print
+    /// the settings.json block that installs it.
+    #[command(name = "claude-hook")]
+    ClaudeHook(claude_hook::ClaudeHookArgs),
 }
 
 /// The status when standard output is closed before everything is written
@@ -132,7 +140,9 @@ pub fn main() -> ExitCode {
         Command::Table(args) => table::run(args),
         Command::Lock(args) => lock::run(args),
         Command::Fmt(args) => fmt::run(args),
+        #[cfg(feature = "pipeline")]
         Command::Proxy(args) => proxy::run(*args),
+        Command::ClaudeHook(args) => claude_hook::run(args),
     };
     ExitCode::from(status)
 }

@@ -12,6 +12,7 @@ use clap::Args;
 use super::request_args::read_lock;
 use super::{color, exit, usage_error};
 use crate::mcp::DEFAULT_MAX_LINE_BYTES;
+use crate::pipeline::command_hooks::{load_settings, CommandHookOptions};
 use crate::pipeline::Baseline;
 use crate::proxy::{self, Audit, Config};
 use crate::store::{Store, Watch};
@@ -38,6 +39,10 @@ pub struct ProxyArgs {
     /// allow_once, allow_always, deny or deny_and_halt.
     #[arg(long, value_name = "COMMAND")]
     approver: Option<String>,
+    /// Claude Code style command hooks (`PreToolUse`, `PostToolUse`) from a
+    /// settings file, run in the pipeline (docs/claude-code.md).
+    #[arg(long, value_name = "FILE")]
+    hooks: Option<PathBuf>,
     /// How long the server has to exit after the host closes the input.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = humantime::parse_duration)]
     grace: Duration,
@@ -115,6 +120,16 @@ pub fn run(args: ProxyArgs) -> u8 {
             Err(e) => return usage_error(&format!("--audit `{}`: {e}", path.display()), None),
         },
     };
+    let hooks = match &args.hooks {
+        None => Vec::new(),
+        Some(path) => {
+            let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+            match load_settings(path, &CommandHookOptions::new(cwd)) {
+                Ok(hooks) => hooks,
+                Err(e) => return usage_error(&format!("--hooks: {e}"), None),
+            }
+        }
+    };
     if let Err(e) = store.watch(Watch::events()) {
         return usage_error(
             &format!("cannot watch `{}`: {e}", args.policy.display()),
@@ -128,7 +143,7 @@ pub fn run(args: ProxyArgs) -> u8 {
         baseline,
         audit,
         approver: args.approver,
-        hooks: Vec::new(),
+        hooks,
         command: args.command,
         max_line_bytes: args.max_line_bytes,
         max_pending: args.max_pending.max(1),

@@ -11,7 +11,9 @@ pub mod target_index;
 use std::sync::Arc;
 
 pub use compiled_regex::{CompiledRegex, RegexError};
-pub use condition::{AnnotationKey, Cond, Operand, Pred, Quantifier, Step, Test};
+pub use condition::{
+    AnnotationKey, Cond, Operand, PathRoot, Pred, Quantifier, RootError, Step, Test,
+};
 pub use settings::{DefaultDecision, Scope, Settings, Trusted};
 pub use target_index::{Hits, IndexedTarget, NameMatcher, TargetIndex};
 
