@@ -595,3 +595,58 @@ fn a_claude_style_command_hook_runs_in_the_proxy_and_exit_2_denies_with_its_stde
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--hooks"));
 }
+
+#[test]
+#[cfg(target_os = "linux")] // reads /proc
+fn a_server_that_ignores_the_closed_input_is_killed_with_its_group_after_the_grace() {
+    let (dir, policy) = setup(POLICY);
+    let pidfile = dir.path().join("bg.pid");
+    // Ignores its stdin closing, and leaves a background process behind.
+    let script = format!(
+        "sleep 300 & echo $! > '{}'; while true; do sleep 1; done",
+        pidfile.display()
+    );
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_mcppol"));
+    cmd.args([
+        "proxy",
+        "--policy",
+        &policy,
+        "--server-id",
+        "scripted",
+        "--grace",
+        "300ms",
+    ])
+    .args(["--", "sh", "-c", &script])
+    .stdin(std::process::Stdio::piped())
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::fs::File::create(dir.path().join("proxy.stderr")).unwrap());
+    let mut p = Proxy::spawn(cmd, dir.path().join("proxy.stderr"));
+    for _ in 0..100 {
+        if pidfile.exists() && !std::fs::read_to_string(&pidfile).unwrap().trim().is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let bg = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .to_string();
+    assert!(Path::new(&format!("/proc/{bg}")).exists());
+    let started = std::time::Instant::now();
+    let status = p.close();
+    assert_eq!(status.code(), Some(137), "{}", p.stderr_text());
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(p.stderr_text().contains("did not exit in time"));
+    // Nothing is left running: the background process went with the group.
+    let mut gone = false;
+    for _ in 0..50 {
+        let state = std::fs::read_to_string(format!("/proc/{bg}/stat")).unwrap_or_default();
+        // Gone, or a zombie waiting for its (re)parent to reap it.
+        if state.is_empty() || state.contains(") Z ") {
+            gone = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(gone, "the server's background process is still running");
+}
