@@ -160,8 +160,16 @@ pub(crate) async fn run(config: Config) -> u8 {
             child::stop(&mut child, config.grace).await
         }
     };
+    server.close("the server exited");
     tracing::info!(target: "mcppol::proxy", status = %status.describe, "the server ended");
-    // Let the answers already queued reach the host.
+    // The requests that were waiting on the server answer the host (with
+    // an error) before its output is closed.
+    for _ in 0..200 {
+        if Shared::lock(&shared.inflight).is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     host.finish(Duration::from_secs(2)).await;
     status.code
 }

@@ -68,6 +68,10 @@ async fn on_notification(shared: &Arc<Shared>, n: Notification, line: &[u8]) {
         let relayed = id.and_then(|id| Shared::lock(&shared.relayed).remove(&id));
         if let Some((host_id, abort)) = relayed {
             abort.abort();
+            if host_id == 0 {
+                // Not sent to the host yet: nothing to cancel there.
+                return;
+            }
             let mut params = n.params.unwrap_or(json!({}));
             params["requestId"] = Value::from(host_id);
             shared
