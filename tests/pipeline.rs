@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcppol::mcp::memory::text_result;
+use mcppol::mcp::text_result;
 use mcppol::mcp::{FakeServer, McpError, MemoryTransport, RpcError};
 use mcppol::pipeline::*;
 use mcppol::Store;

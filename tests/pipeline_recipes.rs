@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use mcppol::mcp::memory::text_result;
+use mcppol::mcp::text_result;
 use mcppol::mcp::{FakeServer, MemoryTransport};
 use mcppol::pipeline::*;
 use mcppol::{PolicySet, Reason};

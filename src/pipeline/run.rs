@@ -445,7 +445,16 @@ impl Pipeline {
         Ok(tools.into_iter().map(|(_, d)| d).collect())
     }
 
-    /// Calls a tool through the whole pipeline.
+    /// Calls a tool through the whole pipeline (the steps are listed in
+    /// the [module](super) docs) and returns its result, shaped when
+    /// `opts` asks for it. A before-hook's halt answers without sending.
+    ///
+    /// # Errors
+    ///
+    /// A [`CallError`] of kind `not_found` (unknown or hidden tool),
+    /// `denied` (policy, a hook, the approver), `hook` (a hook failed, or
+    /// the arguments changed after approval), `protocol`, `transport` or
+    /// `timeout`, unless a failure hook recovered it.
     pub async fn call_tool(
         &self,
         name: &str,

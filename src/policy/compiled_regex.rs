@@ -34,7 +34,12 @@ impl CompiledRegex {
     /// Compiles `source` with the same syntax as the `regex` crate, its
     /// automata limited to `size_limit` bytes each.
     pub fn new(source: &str, size_limit: usize) -> Result<CompiledRegex, RegexError> {
+        // No full DFA: building one costs far more than the lazy DFA's
+        // searches save on a policy's short inputs, and `dfa-build` is on
+        // whenever another crate of the build (jsonschema's fancy-regex)
+        // asks for it, which tripled the cost of loading a policy.
         let config = meta::Config::new()
+            .dfa(false)
             .nfa_size_limit(Some(size_limit))
             .dfa_size_limit(Some(size_limit))
             .hybrid_cache_capacity(size_limit);

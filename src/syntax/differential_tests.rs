@@ -7,18 +7,43 @@
 //! node for node and span for span, and the other way round (but for a
 //! misspelt setting word, where the driver skips to the next line).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod common;
-
-#[path = "../benches/common/gen.rs"]
+#[path = "../../benches/common/gen.rs"]
 mod gen;
+
+#[allow(dead_code)]
+#[path = "../../tests/common/words.rs"]
+mod words;
 
 use std::path::{Path, PathBuf};
 
-use mcppol::__private::differential::{items, too_deep, whole};
-use mcppol::__private::{File, Item};
 use proptest::prelude::*;
+
+use super::keywords::Setting;
+use super::{File, Item};
+use crate::diagnostics::SourceFile;
+
+/// The one pass: `None` unless the text is well formed, builds and holds no
+/// hidden character (which the driver refuses before either way runs).
+fn whole(text: &str) -> Option<File> {
+    let source = SourceFile::new("t.mcppol", text);
+    if !super::hidden::check(&source).is_empty() {
+        return None;
+    }
+    super::parser::pest_whole_file(text)
+}
+
+/// The item-by-item driver alone: `None` if it reports an error.
+fn items(text: &str) -> Option<File> {
+    let source = SourceFile::new("t.mcppol", text);
+    let (file, diagnostics) = super::parser::parse_items(&source);
+    diagnostics.is_empty().then_some(file)
+}
+
+/// Whether brackets nest too deep: such a file is refused before the
+/// grammar runs.
+fn too_deep(text: &str) -> bool {
+    super::scan::too_deep(text, super::parser::MAX_NESTING).is_some()
+}
 
 fn mcppol_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
@@ -52,7 +77,7 @@ fn fixtures() -> Vec<(PathBuf, String)> {
 fn misspelt_word(file: &File) -> bool {
     file.policies.iter().flat_map(|p| &p.items).any(|item| {
         matches!(item, Item::Setting(s)
-            if mcppol::__private::keywords::Setting::from_name(&s.name.node).is_none())
+            if Setting::from_name(&s.name.node).is_none())
     })
 }
 
@@ -192,7 +217,7 @@ fn soup(tokens: &[usize], seps: &[usize]) -> String {
     const SEPS: &[&str] = &[" ", "", "\n", "  # c\n", "\t", ""];
     let mut text = String::new();
     for (i, t) in tokens.iter().enumerate() {
-        text.push_str(common::WORDS[*t]);
+        text.push_str(words::WORDS[*t]);
         text.push_str(SEPS[seps.get(i).copied().unwrap_or(0) % SEPS.len()]);
     }
     text
@@ -229,7 +254,7 @@ fn mutate(text: &str, kind: usize, a: usize, b: usize, word: usize) -> String {
         1 => format!(
             "{}{}{}",
             &text[..lo],
-            common::WORDS[word % common::WORDS.len()],
+            words::WORDS[word % words::WORDS.len()],
             &text[lo..]
         ),
         2 => format!("{}{}", &text[..hi], &text[lo..]),
@@ -249,7 +274,7 @@ proptest! {
     /// Token soup, bare and inside a policy.
     #[test]
     fn token_soup_parses_the_same(
-        tokens in prop::collection::vec(0..common::WORDS.len(), 0..50),
+        tokens in prop::collection::vec(0..words::WORDS.len(), 0..50),
         seps in prop::collection::vec(0..6usize, 0..50),
     ) {
         let text = soup(&tokens, &seps);
@@ -582,8 +607,8 @@ fn every_bad_item_in_a_file_is_reported() {
         text.push_str(&format!("  deny \"a{i}\" \"b\"\n  allow \"ok{i}\"\n"));
     }
     text.push_str("}\n");
-    let source = mcppol::SourceFile::new("t.mcppol", &text);
-    let (file, diagnostics) = mcppol::__private::parse(&source);
+    let source = SourceFile::new("t.mcppol", &text);
+    let (file, diagnostics) = super::parse(&source);
     assert_eq!(diagnostics.len(), 50, "{diagnostics:?}");
     assert!(diagnostics
         .iter()

@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! The TextMate grammar under `editors/`: it is JSON, its regexes compile
 //! (with Rust's `regex`, whose syntax is the subset it keeps to), it
 //! highlights every keyword of the pest grammar, and each construct of the
@@ -8,8 +7,8 @@ use regex::Regex;
 use serde_json::Value;
 
 fn grammar() -> Value {
-    let text = std::fs::read_to_string("editors/mcppol.tmLanguage.json").unwrap();
-    serde_json::from_str(&text).unwrap()
+    let text = include_str!("../../editors/mcppol.tmLanguage.json");
+    serde_json::from_str(text).unwrap()
 }
 
 /// Every pattern that has a `match`: its regex and the scope names it gives
@@ -107,7 +106,7 @@ fn every_keyword_of_the_pest_grammar_is_highlighted() {
     for word in words
         .iter()
         .map(String::as_str)
-        .chain(mcppol::__private::keywords::all_words())
+        .chain(super::keywords::all_words())
     {
         let covered = pats.iter().any(|(re, _)| {
             re.find_iter(word)
