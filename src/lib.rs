@@ -74,6 +74,8 @@ mod paths;
 #[cfg(feature = "pipeline")]
 pub mod pipeline;
 mod policy;
+#[cfg(all(feature = "cli", feature = "pipeline"))]
+mod proxy;
 #[cfg(feature = "store")]
 mod store;
 mod syntax;

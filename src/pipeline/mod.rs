@@ -83,6 +83,27 @@ impl PolicySource {
     }
 }
 
+/// One governed request's decision, as the pipeline's observer sees it
+/// (an audit log): the policy's decision and how an ask was settled.
+#[derive(Debug, Clone, Copy)]
+pub struct DecisionRecord<'a> {
+    /// The server's id.
+    pub server: &'a str,
+    /// `tool`, `resource` or `prompt`.
+    pub kind: &'a str,
+    /// The tool or prompt name, or the resource URI.
+    pub name: Option<&'a str>,
+    /// The policy's decision (for an ask, before it was settled).
+    pub decision: &'a crate::Decision,
+    /// `none`, `grant`, `once`, `always`, `denied`, `halted` or `failed`.
+    pub approval: &'static str,
+    /// `sha256:` of the canonical arguments (tools and prompts with arguments).
+    pub args_digest: Option<&'a str>,
+}
+
+/// Called with every decision record (see [`PipelineBuilder::observer`]).
+pub type DecisionObserver = Arc<dyn Fn(&DecisionRecord<'_>) + Send + Sync>;
+
 /// Where approved fingerprints come from.
 #[derive(Debug, Clone, Default)]
 pub enum Baseline {
@@ -155,9 +176,17 @@ pub struct PipelineBuilder {
     baseline: Baseline,
     trusted: bool,
     max_result_bytes: usize,
+    observer: Option<DecisionObserver>,
 }
 
 impl PipelineBuilder {
+    /// Called with each governed request's decision (after approval), on
+    /// the request's task: keep it quick.
+    pub fn observer(mut self, observer: DecisionObserver) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
     /// Hooks, in declaration order.
     pub fn hooks(mut self, hooks: Vec<Hook>) -> Self {
         self.hooks = hooks;
@@ -272,6 +301,7 @@ impl PipelineBuilder {
             baseline_kind: self.baseline,
             trusted: self.trusted,
             max_result_bytes: self.max_result_bytes,
+            observer: self.observer,
             catalog: RwLock::new(None),
             first_listing: RwLock::new(None),
             changes: Mutex::new(changes),
@@ -341,6 +371,7 @@ pub struct Pipeline {
     pub(crate) baseline_kind: Baseline,
     pub(crate) trusted: bool,
     pub(crate) max_result_bytes: usize,
+    pub(crate) observer: Option<DecisionObserver>,
     pub(crate) catalog: RwLock<Option<Arc<Catalog>>>,
     /// The first listing's fingerprints, by tool name.
     pub(crate) first_listing: RwLock<Option<Arc<HashMap<String, String>>>>,
@@ -383,6 +414,7 @@ impl Pipeline {
             baseline: Baseline::default(),
             trusted: false,
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
+            observer: None,
         }
     }
 

@@ -55,6 +55,10 @@ mod pipeline;
 #[cfg(feature = "pipeline")]
 mod pipeline_recipes;
 mod properties;
+#[cfg(all(feature = "cli", feature = "pipeline"))]
+mod proxy;
+#[cfg(all(feature = "cli", feature = "pipeline"))]
+mod proxy_e2e;
 mod robustness;
 #[cfg(feature = "cli")]
 mod roots;
