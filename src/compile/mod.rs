@@ -12,7 +12,7 @@ use std::sync::Arc;
 use crate::diagnostics::{Diagnostic, LoadError, Severity, SourceFile};
 use crate::host::HostPredicates;
 use crate::policy::{
-    CompiledRegex, Cond, Policy, PolicySet, Rule, RuleList, SettingSpans, Target, TargetIndex,
+    CompiledRegex, Cond, Policy, PolicySet, Rule, RuleList, SettingSpans, Target, Lookup,
     Test, VisPattern, Visibility,
 };
 use crate::syntax::{self, Effect, Item, PolicyAst, RuleAst, SettingAst, Span, TargetKind};
@@ -98,6 +98,11 @@ impl Compiler<'_> {
             .unwrap_or_default()
     }
 
+    /// The 1-based line of a span's start.
+    fn line_of(&self, span: Span) -> u32 {
+        u32::try_from(self.source.line_of(span.start)).unwrap_or(u32::MAX)
+    }
+
     fn policy(&mut self, ast: &PolicyAst) -> Policy {
         let settings_ast: Vec<_> = ast
             .items
@@ -111,6 +116,7 @@ impl Compiler<'_> {
 
         let mut visibility: Option<Visibility> = None;
         let mut lists: [RuleList; 3] = Default::default();
+        let mut index: [Lookup; 3] = Default::default();
         let mut named: HashMap<&str, Span> = HashMap::new();
         let mut uses_annotations = false;
         for item in &ast.items {
@@ -158,13 +164,17 @@ impl Compiler<'_> {
                     if let Some(compiled) = self.rule(rule, number) {
                         uses_annotations |=
                             compiled.condition.as_ref().is_some_and(reads_annotations);
-                        let kind = compiled.kind;
-                        let list = &mut lists[rule.effect.node.index()];
-                        let index = &mut list.index[kind.index()];
+                        let effect = rule.effect.node;
+                        let lookup = &mut index[compiled.kind.index()];
                         for target in &compiled.targets {
-                            index.insert(&target.matcher, number as u32);
+                            lookup.insert(
+                                effect.index(),
+                                number as u32,
+                                &target.matcher,
+                                effect != Effect::Allow,
+                            );
                         }
-                        list.rules.push(compiled);
+                        lists[effect.index()].rules.push(compiled);
                     } else {
                         // Keep numbering stable: a placeholder would be wrong
                         // to decide with, but the file does not load anyway.
@@ -176,12 +186,21 @@ impl Compiler<'_> {
                 Item::Setting(_) => {}
             }
         }
+        for lookup in &mut index {
+            lookup.freeze();
+        }
+        let trusted_servers = match &settings.trusted {
+            crate::policy::Trusted::Servers(set) => set.iter().cloned().collect(),
+            _ => Default::default(),
+        };
         Policy {
             name: ast.name.node.clone(),
             shared_name: Arc::from(ast.name.node.as_str()),
             settings,
             visibility,
             lists,
+            index,
+            trusted_servers,
             source: Arc::clone(self.source),
             span: ast.span,
             name_span: ast.name.span,
@@ -247,22 +266,19 @@ impl Compiler<'_> {
             targets: targets?,
             condition,
             span: ast.span,
+            line: self.line_of(ast.span),
         })
     }
 
     fn visibility(&mut self, block: &syntax::ToolsBlock) -> Visibility {
-        let mut include = TargetIndex::default();
-        let mut exclude = TargetIndex::default();
+        let mut lookup = Lookup::default();
         let mut patterns = Vec::new();
         for entry in &block.entries {
             for target in &entry.targets {
                 if let Some(t) = self.target(target, !entry.include) {
-                    let index = if entry.include {
-                        &mut include
-                    } else {
-                        &mut exclude
-                    };
-                    index.insert(&t.matcher, patterns.len() as u32);
+                    // Exclude patterns are list 0 (loose), include list 2 (exact).
+                    let list = if entry.include { 2 } else { 0 };
+                    lookup.insert(list, patterns.len() as u32, &t.matcher, !entry.include);
                     patterns.push(VisPattern {
                         text: t.text,
                         span: t.span,
@@ -270,9 +286,9 @@ impl Compiler<'_> {
                 }
             }
         }
+        lookup.freeze();
         Visibility {
-            include,
-            exclude,
+            lookup,
             patterns,
             span: block.span,
         }
@@ -301,6 +317,7 @@ fn setting_spans(asts: &[&SettingAst]) -> SettingSpans {
 /// A rule that failed to compile, kept only so later rules keep their
 /// numbers while the rest of the file is checked.
 fn placeholder(ast: &RuleAst, number: usize) -> Rule {
+    // Never decides (the file does not load): no line needed.
     Rule {
         id: Arc::from(format!("{}:{number}", ast.effect.node.as_str())),
         effect: ast.effect.node,
@@ -308,6 +325,7 @@ fn placeholder(ast: &RuleAst, number: usize) -> Rule {
         targets: Vec::new(),
         condition: None,
         span: ast.span,
+        line: 0,
     }
 }
 

@@ -11,7 +11,7 @@ use std::cmp::Ordering;
 use std::ops::ControlFlow;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use serde_json::{Number, Value};
+use serde_json::{Map, Number, Value};
 
 use super::sink::{HostCall, Reached, Sink};
 use super::Request;
@@ -59,7 +59,7 @@ impl<'r> Facts<'r> {
         if needs_annotations && trusted {
             if let Some(Value::Object(hints)) = request.annotations {
                 for (_, key) in AnnotationKey::ALL {
-                    if let Some(Value::Bool(b)) = hints.get(key.hint()) {
+                    if let Some(Value::Bool(b)) = get_key(hints, key.hint()) {
                         annotations[key_slot(key)] = *b;
                     }
                 }
@@ -73,6 +73,21 @@ impl<'r> Facts<'r> {
 
     pub(crate) fn annotation(&self, key: AnnotationKey) -> bool {
         self.annotations[key_slot(key)]
+    }
+}
+
+/// Objects of up to this many keys are searched key by key: comparing a
+/// few short keys is cheaper than hashing one (`serde_json` keeps keys in
+/// order, in an `IndexMap` hashed with SipHash).
+const SCAN_KEYS: usize = 16;
+
+/// `map[key]`, without hashing for a small object.
+#[inline]
+fn get_key<'v>(map: &'v Map<String, Value>, key: &str) -> Option<&'v Value> {
+    if map.len() <= SCAN_KEYS {
+        map.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
+    } else {
+        map.get(key)
     }
 }
 
@@ -181,7 +196,7 @@ fn json_eq(a: &Value, b: &Value) -> bool {
         (Value::Object(x), Value::Object(y)) => {
             x.len() == y.len()
                 && x.iter()
-                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+                    .all(|(k, v)| get_key(y, k).is_some_and(|w| json_eq(v, w)))
         }
         _ => a == b,
     }
@@ -326,7 +341,7 @@ fn walk<'v>(
         return visit(Slot::Found(Leaf::Json(value)));
     };
     match (step, value) {
-        (Step::Key(k), Value::Object(map)) => match map.get(&**k) {
+        (Step::Key(k), Value::Object(map)) => match get_key(map, k) {
             Some(v) => walk(v, rest, flatten, depth, visit),
             None => visit(Slot::Missing),
         },

@@ -69,6 +69,29 @@ impl Glob {
         }
     }
 
+    /// The pattern with its text folded (`names::fold`): what it is as a
+    /// loose target. Folding maps each character to one character and
+    /// leaves `*` and `?` as they are, so the shape does not change.
+    pub fn folded(&self) -> Glob {
+        use super::names::fold;
+        let f = |s: &str| -> Box<str> { fold(s).into() };
+        match self {
+            Glob::Literal(l) => Glob::Literal(f(l)),
+            Glob::Any => Glob::Any,
+            Glob::Prefix(p) => Glob::Prefix(f(p)),
+            Glob::Suffix(s) => Glob::Suffix(f(s)),
+            Glob::Pattern(tokens) => Glob::Pattern(
+                tokens
+                    .iter()
+                    .map(|t| match t {
+                        Token::Literal(l) => Token::Literal(f(l)),
+                        other => other.clone(),
+                    })
+                    .collect(),
+            ),
+        }
+    }
+
     /// Whether the pattern has no wildcard.
     pub fn is_literal(&self) -> bool {
         matches!(self, Glob::Literal(_))

@@ -60,6 +60,11 @@ pub enum Folded<'a> {
 }
 
 impl Folded<'_> {
+    /// Whether folding left the name as it was.
+    pub fn is_unchanged(&self) -> bool {
+        matches!(self, Folded::Borrowed(_))
+    }
+
     pub fn as_str(&self) -> &str {
         match self {
             Folded::Borrowed(s) => s,
