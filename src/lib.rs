@@ -108,6 +108,7 @@ pub use syntax::{Span, TargetKind, MAX_FILE_BYTES};
 #[doc(hidden)]
 #[allow(missing_docs)]
 pub mod __private {
+    pub use crate::compile::compile;
     pub use crate::syntax::{differential, keywords, parse, File, Item};
 }
 

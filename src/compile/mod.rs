@@ -12,8 +12,8 @@ use std::sync::Arc;
 use crate::diagnostics::{Diagnostic, LoadError, Severity, SourceFile};
 use crate::host::HostPredicates;
 use crate::policy::{
-    CompiledRegex, Cond, Policy, PolicySet, Rule, RuleList, SettingSpans, Target, Lookup,
-    Test, VisPattern, Visibility,
+    CompiledRegex, Cond, Lookup, Policy, PolicySet, Rule, RuleList, SettingSpans, Target,
+    VisPattern, Visibility,
 };
 use crate::syntax::{self, Effect, Item, PolicyAst, RuleAst, SettingAst, Span, TargetKind};
 
@@ -118,7 +118,6 @@ impl Compiler<'_> {
         let mut lists: [RuleList; 3] = Default::default();
         let mut index: [Lookup; 3] = Default::default();
         let mut named: HashMap<&str, Span> = HashMap::new();
-        let mut uses_annotations = false;
         for item in &ast.items {
             match item {
                 Item::Tools(block) => {
@@ -162,8 +161,6 @@ impl Compiler<'_> {
                     let list = &mut lists[rule.effect.node.index()];
                     let number = list.rules.len();
                     if let Some(compiled) = self.rule(rule, number) {
-                        uses_annotations |=
-                            compiled.condition.as_ref().is_some_and(reads_annotations);
                         let effect = rule.effect.node;
                         let lookup = &mut index[compiled.kind.index()];
                         for target in &compiled.targets {
@@ -205,7 +202,6 @@ impl Compiler<'_> {
             span: ast.span,
             name_span: ast.name.span,
             setting_spans: setting_spans(&settings_ast),
-            uses_annotations,
         }
     }
 
@@ -326,24 +322,5 @@ fn placeholder(ast: &RuleAst, number: usize) -> Rule {
         condition: None,
         span: ast.span,
         line: 0,
-    }
-}
-
-fn reads_annotations(cond: &Cond) -> bool {
-    match cond {
-        Cond::And(parts) | Cond::Or(parts) => parts.iter().any(reads_annotations),
-        Cond::Not(inner) => reads_annotations(inner),
-        Cond::Pred(p) => matches!(
-            &p.test,
-            Test::Annotation(_)
-                | Test::Compare {
-                    operand: crate::policy::Operand::Annotation(_),
-                    ..
-                }
-                | Test::In {
-                    operand: crate::policy::Operand::Annotation(_),
-                    ..
-                }
-        ),
     }
 }

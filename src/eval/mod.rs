@@ -306,8 +306,7 @@ pub(crate) fn run<S: Sink>(policy: &Policy, request: &Request<'_>, sink: &mut S)
         }
     }
     let approver = request.approver_available();
-    let trusted = policy.uses_annotations && trusts(policy, request);
-    let facts = Facts::new(request, trusted, policy.uses_annotations);
+    let facts = Facts::new(policy, request);
     // Every candidate rule of the three lists, in file order: one search.
     let mut cands = Cands::new();
     policy.index(kind).candidates(&query, &mut cands);

@@ -128,7 +128,10 @@ mod tests {
         let bytes = br#"{"name":"push","arguments":{"ref":"main","n":[1,2]},"_meta":{"x":[{}]}}"#;
         let p = ToolCallParams::from_json(bytes).unwrap();
         assert!(matches!(p.name, Cow::Borrowed("push")));
-        assert_eq!(p.arguments(), Some(&serde_json::json!({"ref": "main", "n": [1, 2]})));
+        assert_eq!(
+            p.arguments(),
+            Some(&serde_json::json!({"ref": "main", "n": [1, 2]}))
+        );
         let r = p.request("git");
         assert_eq!((r.server, r.name), ("git", "push"));
         assert!(r.args.is_some());
@@ -160,7 +163,11 @@ mod tests {
                 String::from_utf8_lossy(bad)
             );
         }
-        let deep = format!(r#"{{"name":"x","arguments":{{"a":{}1{}}}}}"#, "[".repeat(200), "]".repeat(200));
+        let deep = format!(
+            r#"{{"name":"x","arguments":{{"a":{}1{}}}}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
         assert!(ToolCallParams::from_json(deep.as_bytes()).is_err());
         let big = vec![b' '; ToolCallParams::MAX_BYTES + 1];
         assert!(matches!(

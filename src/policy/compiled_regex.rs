@@ -75,9 +75,9 @@ impl Plain {
 
     fn is_match(&self, text: &str) -> bool {
         match self {
-            Plain::Equal(l) => text == &**l,
-            Plain::Prefix(l) => text.starts_with(&**l),
-            Plain::Suffix(l) => text.ends_with(&**l),
+            Plain::Equal(l) => super::glob::same(text.as_bytes(), l.as_bytes()),
+            Plain::Prefix(l) => super::glob::starts_with(text, l),
+            Plain::Suffix(l) => super::glob::ends_with(text, l),
             Plain::Contains(l) => text.contains(&**l),
         }
     }
@@ -167,22 +167,49 @@ mod tests {
     #[test]
     fn plain_literals_agree_with_the_engine() {
         let sources = [
-            "^get_", "_repo$", "^exact$", "mid", "^refs\\/heads\\/release-", r"^a\.b$",
-            "^", "$", "^$", "", "é$", "^Ab",
+            "^get_",
+            "_repo$",
+            "^exact$",
+            "mid",
+            "^refs\\/heads\\/release-",
+            r"^a\.b$",
+            "^",
+            "$",
+            "^$",
+            "",
+            "é$",
+            "^Ab",
         ];
         let texts = [
-            "get_user", "my_repo", "exact", "exactly", "amid", "refs/heads/release-1",
-            "a.b", "axb", "", "café", "Abc", "abc", "\n",
+            "get_user",
+            "my_repo",
+            "exact",
+            "exactly",
+            "amid",
+            "refs/heads/release-1",
+            "a.b",
+            "axb",
+            "",
+            "café",
+            "Abc",
+            "abc",
+            "\n",
         ];
         for source in sources {
             let re = CompiledRegex::new(source, 1 << 20).unwrap();
             assert!(matches!(re.engine, Engine::Plain(_)), "{source}");
             let engine = meta::Regex::new(source).unwrap();
             for text in texts {
-                assert_eq!(re.is_match(text), engine.is_match(text), "/{source}/ on {text:?}");
+                assert_eq!(
+                    re.is_match(text),
+                    engine.is_match(text),
+                    "/{source}/ on {text:?}"
+                );
             }
         }
-        for source in [r"^a.b", "^a+", "(?i)^get", r"^\w", r"\<a", "a|b", "^a$b", "^a^", r"\ a"] {
+        for source in [
+            r"^a.b", "^a+", "(?i)^get", r"^\w", r"\<a", "a|b", "^a$b", "^a^", r"\ a",
+        ] {
             let re = CompiledRegex::new(source, 1 << 20).unwrap();
             assert!(matches!(re.engine, Engine::Meta(_)), "{source}");
         }

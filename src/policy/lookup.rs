@@ -118,6 +118,18 @@ const NO_PARENT: u32 = u32::MAX;
 /// any other (so a table of many literals and many `*` rules stays linear).
 const MERGE_LIMIT: usize = 16;
 
+/// Sets of up to this many affixes are tried one by one.
+const LINEAR_AFFIXES: usize = 8;
+
+/// Appends candidates (one by one: cheaper than a bulk insert for the one
+/// to three a pattern usually has).
+#[inline]
+fn extend(out: &mut Cands, cands: &[Cand]) {
+    for &c in cands {
+        out.push(c);
+    }
+}
+
 /// A rule that may match: its list and position, ordered as the decision
 /// procedure tries them, and the exact target an allow rule must check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -288,7 +300,17 @@ impl<T> Affixes<T> {
     /// Calls `each` with the value of every key `text` starts (ends) with.
     #[inline]
     fn each<'s>(&'s self, text: &str, mut each: impl FnMut(&'s T)) {
-        if self.entries.is_empty() {
+        if self.entries.len() <= LINEAR_AFFIXES {
+            // A few keys: comparing each is cheaper than searching.
+            for e in &self.entries {
+                let hit = match self.end {
+                    End::Start => super::glob::starts_with(text, &e.key),
+                    End::End => super::glob::ends_with(text, &e.key),
+                };
+                if hit {
+                    each(&e.value);
+                }
+            }
             return;
         }
         let text = text.as_bytes();
@@ -374,7 +396,12 @@ impl Table {
             prefixes.each(name, |c| more.extend_from_slice(c));
             suffixes.each(name, |c| more.extend_from_slice(c));
             more.extend_from_slice(all);
-            more.extend(globs.iter().filter(|(g, _)| g.matches(name)).map(|(_, c)| *c));
+            more.extend(
+                globs
+                    .iter()
+                    .filter(|(g, _)| g.matches(name))
+                    .map(|(_, c)| *c),
+            );
             if more.len() <= MERGE_LIMIT {
                 entry.cands.extend_from_slice(&more);
                 entry.complete = true;
@@ -399,15 +426,15 @@ impl Table {
         let name = q.folded_name;
         let complete = match self.literal.get(name) {
             Some(entry) => {
-                out.extend_from_slice(&entry.cands);
+                extend(out, &entry.cands);
                 entry.complete
             }
             None => false,
         };
         if !complete {
-            self.prefixes.each(name, |c| out.extend_from_slice(c));
-            self.suffixes.each(name, |c| out.extend_from_slice(c));
-            out.extend_from_slice(&self.all);
+            self.prefixes.each(name, |c| extend(out, c));
+            self.suffixes.each(name, |c| extend(out, c));
+            extend(out, &self.all);
             for (glob, cand) in &self.globs {
                 if glob.matches(name) {
                     out.push(*cand);
@@ -616,7 +643,13 @@ mod tests {
     fn matcher(spec: &Spec) -> IndexedTarget {
         let (list, _, server, name) = spec;
         let loose = *list != 2;
-        let glob = |s: &str| if loose { Glob::new(&fold(s)) } else { Glob::new(s) };
+        let glob = |s: &str| {
+            if loose {
+                Glob::new(&fold(s))
+            } else {
+                Glob::new(s)
+            }
+        };
         IndexedTarget {
             server: glob(server),
             name: match name {
@@ -661,7 +694,14 @@ mod tests {
             }
             in_file_order(&mut want);
             let got = hits_of(&cands, list, |c| new.admits(c, &q, false));
-            prop_assert_eq!(got.to_vec(), want.to_vec(), "list {} {}/{}", list, server, name);
+            prop_assert_eq!(
+                got.to_vec(),
+                want.to_vec(),
+                "list {} {}/{}",
+                list,
+                server,
+                name
+            );
         }
         let mut want = Hits::new();
         old[2].collect_exact(server, name, &mut want);

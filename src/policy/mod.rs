@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 pub use compiled_regex::{CompiledRegex, RegexError};
 pub use condition::{AnnotationKey, Cond, Operand, Pred, Quantifier, Step, Test};
-pub use settings::{DefaultDecision, Scope, Settings, Trusted};
 pub use lookup::{hits_of, Cand, Cands, FastSet, Hits, IndexedTarget, Lookup, NameMatcher, Query};
+pub use settings::{DefaultDecision, Scope, Settings, Trusted};
 
 use crate::diagnostics::SourceFile;
 use crate::syntax::{Effect, Span, TargetKind};
@@ -136,8 +136,6 @@ pub struct Policy {
     pub(crate) span: Span,
     pub(crate) name_span: Span,
     pub(crate) setting_spans: SettingSpans,
-    /// Whether any condition reads annotations (else they are not computed).
-    pub(crate) uses_annotations: bool,
 }
 
 impl Policy {

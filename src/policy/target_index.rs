@@ -93,15 +93,6 @@ impl NameIndex {
             }
         }
     }
-
-    fn is_empty(&self) -> bool {
-        self.literal.is_empty()
-            && self.prefixes.is_empty()
-            && self.suffixes.is_empty()
-            && self.all.is_empty()
-            && self.globs.is_empty()
-            && self.regexes.is_empty()
-    }
 }
 
 /// Server segments that are prefixes or suffixes (`git*`, `*-prod`), each
@@ -133,10 +124,6 @@ impl AffixServers {
                 each(names);
             }
         }
-    }
-
-    fn is_empty(&self) -> bool {
-        self.by_affix.is_empty()
     }
 }
 
@@ -181,14 +168,6 @@ impl TargetIndex {
                 }
             }
         }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.by_server.is_empty()
-            && self.any_server.is_empty()
-            && self.server_prefixes.is_empty()
-            && self.server_suffixes.is_empty()
-            && self.glob_servers.is_empty()
     }
 
     /// Adds to `out` every rule with a target that matches, in no order and
