@@ -35,6 +35,9 @@ extern crate alloc;
 
 // Every module is private: what a host uses is re-exported below, so an
 // internal rename is never a breaking change.
+// Claude Code's permission hook, run by `mcppol claude-hook`.
+#[cfg(feature = "cli")]
+mod claude;
 #[cfg(feature = "cli")]
 mod cli;
 mod compile;

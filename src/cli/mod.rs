@@ -3,6 +3,7 @@
 //! 2 usage errors and policies that do not load (`eval`).
 
 mod check;
+mod claude_hook;
 mod eval;
 mod explain;
 mod files;
@@ -68,6 +69,11 @@ enum Command {
     /// Rewrite policy files in the one canonical layout (comments kept), or
     /// with --check list those that are not.
     Fmt(fmt::FmtArgs),
+    /// Claude Code's permission hook: decide a PreToolUse event read on
+    /// stdin, record taint on PostToolUse, clear it on SessionEnd; or print
+    /// the settings.json block that installs it.
+    #[command(name = "claude-hook")]
+    ClaudeHook(claude_hook::ClaudeHookArgs),
 }
 
 /// The status when standard output is closed before everything is written
@@ -128,6 +134,7 @@ pub fn main() -> ExitCode {
         Command::Table(args) => table::run(args),
         Command::Lock(args) => lock::run(args),
         Command::Fmt(args) => fmt::run(args),
+        Command::ClaudeHook(args) => claude_hook::run(args),
     };
     ExitCode::from(status)
 }

@@ -46,6 +46,14 @@ pub struct RequestArgs {
     /// A server whose output is already in the model's context (repeat).
     #[arg(long, value_name = "SERVER")]
     pub taint: Vec<String>,
+    /// The host could not tell what is in the model's context: every
+    /// `tainted` test fails closed.
+    #[arg(long = "taint-unknown")]
+    pub taint_unknown: bool,
+    /// The folder the agent works in: what `$CWD` path roots stand for.
+    /// Without it, a test on a `$CWD` root fails closed.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<String>,
     /// Who the call is made for.
     #[arg(long, value_name = "P")]
     pub principal: Option<String>,
@@ -119,6 +127,8 @@ impl RequestArgs {
                 .map(|p| read_lock("--lock", p))
                 .transpose()?,
             trust_server: self.trust_server,
+            cwd: self.cwd.clone(),
+            taint_unknown: self.taint_unknown,
         };
         spec.build("--")
     }

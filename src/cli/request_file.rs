@@ -40,6 +40,11 @@ struct RequestJson {
     lock: Option<Value>,
     #[serde(default)]
     trust_server: bool,
+    /// The working folder `$CWD` roots stand for.
+    cwd: Option<String>,
+    /// The taint could not be told: every `tainted` test fails closed.
+    #[serde(default)]
+    taint_unknown: bool,
     /// Host predicate values: `{"NAME": true | false | "error"}`.
     #[serde(default)]
     host: BTreeMap<String, Value>,
@@ -110,6 +115,8 @@ impl RequestJson {
             no_approver: self.no_approver,
             lock: self.lock.as_ref().map(|l| lock_of(l, base)).transpose()?,
             trust_server: self.trust_server,
+            cwd: self.cwd,
+            taint_unknown: self.taint_unknown,
         };
         let request = spec.build("")?;
         Ok(FileRequest {

@@ -6,8 +6,9 @@ use serde_json::Value;
 
 use super::Compiler;
 use crate::diagnostics::{did_you_mean, Diagnostic};
-use crate::paths;
-use crate::policy::{AnnotationKey, Cond, Operand, Pred, Quantifier, Step, Test};
+use crate::policy::{
+    AnnotationKey, Cond, Operand, PathRoot, Pred, Quantifier, RootError, Step, Test,
+};
 use crate::syntax::keywords::{Predicate, Selector, TestWord};
 use crate::syntax::{self, CompareOp, Effect, SelectorAst, Span};
 
@@ -242,9 +243,15 @@ impl Compiler<'_> {
                     TestWord::Escapes
                 };
                 let operand = self.value_operand(selector, word.as_str());
-                let canonical = match paths::canonical_root(&root.node) {
+                let canonical = match PathRoot::from_written(&root.node) {
                     Ok(r) => Some(r),
                     Err(why) => {
+                        let help = match why {
+                            RootError::ClimbsOutOfCwd => {
+                                "name a folder at or below `$CWD`, such as \"$CWD/src\", or write an absolute path"
+                            }
+                            RootError::Path(_) => "write an absolute path such as \"/srv/sandbox\"",
+                        };
                         self.push(
                             Diagnostic::error(
                                 self.source,
@@ -253,12 +260,12 @@ impl Compiler<'_> {
                                 format!("`{}` cannot be a root: {why}", root.node.escape_debug()),
                             )
                             .with_label("bad root")
-                            .with_help("write an absolute path such as \"/srv/sandbox\""),
+                            .with_help(help),
                         );
                         None
                     }
                 };
-                let (operand, root) = (operand?, canonical?.into_boxed_str());
+                let (operand, root) = (operand?, canonical?);
                 Some(if *inside {
                     Test::Inside { operand, root }
                 } else {

@@ -469,6 +469,9 @@ pub(crate) fn eval_pred<S: Sink>(pred: &Pred, facts: &Facts<'_>, sink: &mut S) -
         Test::Annotation(key) => facts.annotation(*key).into(),
         Test::Tainted { ignore, by } => {
             let request = facts.request;
+            if request.taint_unknown {
+                return Tri::Failed;
+            }
             request
                 .taint
                 .iter()
@@ -525,13 +528,22 @@ pub(crate) fn eval_pred<S: Sink>(pred: &Pred, facts: &Facts<'_>, sink: &mut S) -
             })
         }
         Test::Inside { operand, root } => {
+            // A `$CWD` root with no usable working folder: unknown.
+            let Some(root) = root.resolve(facts.request.cwd) else {
+                return Tri::Failed;
+            };
             quantify(facts, operand, q, true, OnMissing::NoMatch, sink, |leaf| {
-                leaf.as_str().is_some_and(|s| paths::inside(s, root)).into()
+                leaf.as_str()
+                    .is_some_and(|s| paths::inside(s, &root))
+                    .into()
             })
         }
         Test::Escapes { operand, root } => {
+            let Some(root) = root.resolve(facts.request.cwd) else {
+                return Tri::Failed;
+            };
             quantify(facts, operand, q, true, OnMissing::NoMatch, sink, |leaf| {
-                (!leaf.as_str().is_some_and(|s| paths::inside(s, root))).into()
+                (!leaf.as_str().is_some_and(|s| paths::inside(s, &root))).into()
             })
         }
     }

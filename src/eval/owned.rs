@@ -25,6 +25,10 @@ pub struct RequestSpec {
     pub no_approver: bool,
     pub lock: Option<Lock>,
     pub trust_server: bool,
+    /// The working folder `$CWD` roots stand for.
+    pub cwd: Option<String>,
+    /// The host could not tell the taint: `tainted` fails closed.
+    pub taint_unknown: bool,
 }
 
 /// The value a host predicate is given by `--host NAME=VALUE`.
@@ -45,6 +49,8 @@ pub struct OwnedRequest {
     pub has_approver: bool,
     pub approval: ToolApproval,
     pub trust_server: bool,
+    pub cwd: Option<String>,
+    pub taint_unknown: bool,
 }
 
 fn flag_of(kind: TargetKind) -> &'static str {
@@ -130,6 +136,8 @@ impl RequestSpec {
             has_approver: !self.no_approver && kind == TargetKind::Tool,
             approval,
             trust_server: self.trust_server,
+            cwd: self.cwd.clone(),
+            taint_unknown: self.taint_unknown,
         })
     }
 }
@@ -145,6 +153,8 @@ impl OwnedRequest {
             args: Some(&self.args),
             annotations: self.annotations.as_ref(),
             taint: &taint,
+            taint_unknown: self.taint_unknown,
+            cwd: self.cwd.as_deref(),
             principal: self.principal.as_deref(),
             assigns: self.assigns.as_ref(),
             has_approver: self.has_approver,

@@ -53,6 +53,14 @@ pub struct Request<'a> {
     pub annotations: Option<&'a Value>,
     /// Server ids whose output is already in the model's context.
     pub taint: &'a [&'a str],
+    /// The host could not tell what is in the model's context (its record
+    /// of the session's taint could not be read): every `tainted` test
+    /// fails closed, whatever `taint` holds.
+    pub taint_unknown: bool,
+    /// The folder the agent works in, for `$CWD` path roots. Without it (or
+    /// when it is not an absolute path), a test on a `$CWD` root fails
+    /// closed.
+    pub cwd: Option<&'a str>,
     /// Who the call is made for.
     pub principal: Option<&'a str>,
     /// Host data for `assigns.KEY`.
@@ -77,6 +85,8 @@ impl<'a> Request<'a> {
             args: None,
             annotations: None,
             taint: &[],
+            taint_unknown: false,
+            cwd: None,
             principal: None,
             assigns: None,
             has_approver: true,
@@ -115,6 +125,18 @@ impl<'a> Request<'a> {
     /// The servers whose output is already in the model's context.
     pub fn with_taint(mut self, taint: &'a [&'a str]) -> Self {
         self.taint = taint;
+        self
+    }
+
+    /// Marks the taint as unknown: every `tainted` test fails closed.
+    pub fn with_taint_unknown(mut self) -> Self {
+        self.taint_unknown = true;
+        self
+    }
+
+    /// The working folder that `$CWD` roots stand for.
+    pub fn with_cwd(mut self, cwd: &'a str) -> Self {
+        self.cwd = Some(cwd);
         self
     }
 

@@ -2,9 +2,12 @@
 //! path. The engine takes a relative root from `/` (`"sandbox"` is
 //! `/sandbox`), not from the host's working directory, and never expands
 //! `~`: the root is almost certainly not the folder the author meant.
+//! `$CWD` and `$CWD/...` name the request's working folder and are not
+//! relative.
 
 use super::{each_rule_test, Ctx, RELATIVE_ROOT};
 use crate::paths::canonical_root;
+use crate::policy::PathRoot;
 use crate::syntax::Cond;
 
 pub(super) fn check(cx: &mut Ctx<'_>) {
@@ -12,7 +15,8 @@ pub(super) fn check(cx: &mut Ctx<'_>) {
     for rule in &cx.rules {
         each_rule_test(rule.ast, &mut |cond, _| {
             if let Cond::Path { root, .. } = cond {
-                if !root.node.starts_with('/') {
+                let cwd = PathRoot::from_written(&root.node).is_ok_and(|r| r.is_cwd());
+                if !root.node.starts_with('/') && !cwd {
                     found.push((root.span, root.node.clone()));
                 }
             }

@@ -82,6 +82,15 @@ pub enum Before {
     /// Answer with this result: nothing is sent, policy does not run,
     /// after-hooks do.
     Halt(ToolResult),
+    /// Go on (with these arguments and meta, when given: as for
+    /// `Rewrite`), but if policy allows the call, ask about it instead:
+    /// the approver settles it (without one, it is denied with
+    /// `no_approver`). A deny or ask from policy stands as it is. How
+    /// Claude-style command hooks say `ask` (`crate::pipeline::command_hooks`).
+    Ask {
+        reason: String,
+        rewrite: Option<ToolCall>,
+    },
     /// Not permitted (no hook can allow): fails the call as a bad return.
     /// Here so that an adapter of a foreign hook that answered "allow" can
     /// pass that on instead of deciding what it means.

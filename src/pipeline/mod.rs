@@ -15,6 +15,7 @@
 //! `ask_failed`. No hook can allow: policy is the only allow authority.
 
 pub mod approval;
+pub mod command_hooks;
 pub mod error;
 pub mod hooks;
 pub mod schema;

@@ -98,6 +98,15 @@ fn bad_return(hook: &Hook) -> CallError {
     CallError::hook_failed(&hook.id, HookFailure::BadReturn)
 }
 
+/// Whether a before-hook's call is the same call (only the arguments and
+/// meta may change, and the arguments stay an object).
+fn same_call(call: &ToolCall, new: &ToolCall) -> bool {
+    new.server == call.server
+        && new.name == call.name
+        && new.call_id == call.call_id
+        && new.arguments.is_object()
+}
+
 fn hook_denied(hook: &Hook, reason: String) -> CallError {
     emit(hook, "deny");
     CallError::new(ErrorKind::Denied, ErrorReason::HookDenied)
@@ -464,10 +473,13 @@ impl Pipeline {
         })
     }
 
+    /// Runs the before-hooks. `ask` records the first hook that asked
+    /// (`Before::Ask`): an allow from policy then becomes an ask.
     async fn before_hooks(
         &self,
         call: &mut ToolCall,
         base: &LazyCtx<'_>,
+        ask: &mut Option<String>,
     ) -> Result<Option<ToolResult>, CallError> {
         for hook in &self.hooks.before {
             if !hook.matcher.matches(&self.server, &call.name) {
@@ -481,15 +493,21 @@ impl Pipeline {
                 Err(how) => return Err(CallError::hook_failed(&hook.id, how)),
                 Ok(Before::Continue) => emit(hook, "cont"),
                 Ok(Before::Rewrite(new)) => {
-                    if new.server != call.server
-                        || new.name != call.name
-                        || new.call_id != call.call_id
-                        || !new.arguments.is_object()
-                    {
+                    if !same_call(call, &new) {
                         return Err(bad_return(hook));
                     }
                     *call = new;
                     emit(hook, "rewrite");
+                }
+                Ok(Before::Ask { reason: _, rewrite }) => {
+                    if let Some(new) = rewrite {
+                        if !same_call(call, &new) {
+                            return Err(bad_return(hook));
+                        }
+                        *call = new;
+                    }
+                    emit(hook, "ask");
+                    ask.get_or_insert_with(|| hook.id.to_string());
                 }
                 Ok(Before::Deny(reason)) => return Err(hook_denied(hook, reason)),
                 Ok(Before::Halt(result)) => {
@@ -511,8 +529,9 @@ impl Pipeline {
         opts: &CallOptions,
         base: &LazyCtx<'_>,
     ) -> Result<ToolResult, CallError> {
+        let mut hook_ask = None;
         if !self.hooks.before.is_empty() {
-            if let Some(halted) = self.before_hooks(call, base).await? {
+            if let Some(halted) = self.before_hooks(call, base, &mut hook_ask).await? {
                 return Ok(halted);
             }
         }
@@ -563,7 +582,15 @@ impl Pipeline {
         if self.approver.is_none() {
             request = request.without_approver();
         }
-        let decision = policy.decide(&request);
+        let mut decision = policy.decide(&request);
+        if decision.decision == Verdict::Allow && hook_ask.is_some() {
+            // A before-hook asked: what policy allows needs a person.
+            decision.decision = Verdict::Ask;
+            if self.approver.is_none() {
+                decision.decision = Verdict::Deny;
+                decision.reason = crate::Reason::NoApprover;
+            }
+        }
         let approved_digest = match decision.decision {
             Verdict::Deny => {
                 emit_decision(

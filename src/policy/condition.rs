@@ -1,6 +1,8 @@
 //! Compiled conditions: predicates with their quantifier fixed at compile
 //! time, ready to evaluate without allocation.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 use crate::host::HostFn;
@@ -114,15 +116,15 @@ pub enum Test {
         regex: super::CompiledRegex,
     },
     Exists(Operand),
-    /// Every selected path is inside the (canonical) root.
+    /// Every selected path is inside the root.
     Inside {
         operand: Operand,
-        root: Box<str>,
+        root: PathRoot,
     },
     /// Some selected path fails to canonicalize or is outside the root.
     Escapes {
         operand: Operand,
-        root: Box<str>,
+        root: PathRoot,
     },
     /// Some server other than the called tool's own, and not ignored
     /// (and, with `by`, one of those), has output in the context.
@@ -149,4 +151,158 @@ pub fn taint_counts(
     taint != server
         && !ignore.iter().any(|i| &**i == taint)
         && by.is_none_or(|by| by.iter().any(|b| &**b == taint))
+}
+
+/// How the session's folder is written in a path root: `"$CWD"` or
+/// `"$CWD/sub"`.
+pub const CWD_VAR: &str = "$CWD";
+
+/// The root of an `inside` or `escapes` test.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathRoot {
+    /// A fixed canonical path.
+    Fixed(Box<str>),
+    /// The request's working folder (`$CWD`), followed by a canonical
+    /// suffix: `""` for `$CWD` itself, `"/sub"` for `$CWD/sub`. Known only
+    /// when the host gives the request a `cwd`; otherwise the test fails
+    /// closed.
+    Cwd(Box<str>),
+}
+
+/// Why a written root cannot be a root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum RootError {
+    #[error("{0}")]
+    Path(crate::paths::PathError),
+    #[error("`..` climbs out of `$CWD`")]
+    ClimbsOutOfCwd,
+}
+
+impl PathRoot {
+    /// The root as written in a policy: `$CWD`, `$CWD/...`, or a path (a
+    /// relative one taken from `/`).
+    pub fn from_written(written: &str) -> Result<PathRoot, RootError> {
+        let Some(rest) = written.strip_prefix(CWD_VAR) else {
+            return crate::paths::canonical_root(written)
+                .map(|r| PathRoot::Fixed(r.into_boxed_str()))
+                .map_err(RootError::Path);
+        };
+        if !rest.is_empty() && !rest.starts_with('/') {
+            // `$CWDX` is not the variable: a plain (relative) root.
+            return crate::paths::canonical_root(written)
+                .map(|r| PathRoot::Fixed(r.into_boxed_str()))
+                .map_err(RootError::Path);
+        }
+        let mut depth = 0usize;
+        for segment in rest.split('/') {
+            match segment {
+                "" | "." => {}
+                ".." if depth == 0 => return Err(RootError::ClimbsOutOfCwd),
+                ".." => depth -= 1,
+                _ => depth += 1,
+            }
+        }
+        let suffix = crate::paths::canonical_root(rest).map_err(RootError::Path)?;
+        Ok(PathRoot::Cwd(if suffix == "/" {
+            "".into()
+        } else {
+            suffix.into_boxed_str()
+        }))
+    }
+
+    /// Whether the root depends on the request's working folder.
+    pub fn is_cwd(&self) -> bool {
+        matches!(self, PathRoot::Cwd(_))
+    }
+
+    /// The canonical root for a request whose working folder is `cwd`;
+    /// `None` when the root is `$CWD`-based and `cwd` is missing, not
+    /// absolute or not a usable path.
+    pub fn resolve<'a>(&'a self, cwd: Option<&str>) -> Option<Cow<'a, str>> {
+        match self {
+            PathRoot::Fixed(root) => Some(Cow::Borrowed(root)),
+            PathRoot::Cwd(suffix) => {
+                let cwd = cwd.filter(|c| c.starts_with('/'))?;
+                let base = crate::paths::canonical_root(cwd).ok()?;
+                Some(Cow::Owned(match (base.as_str(), suffix.is_empty()) {
+                    (_, true) => base,
+                    ("/", false) => suffix.to_string(),
+                    (_, false) => format!("{base}{suffix}"),
+                }))
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for PathRoot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PathRoot::Fixed(root) => f.write_str(root),
+            PathRoot::Cwd(suffix) => write!(f, "{CWD_VAR}{suffix}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cwd_roots_are_recognised_and_canonical() {
+        assert_eq!(PathRoot::from_written("$CWD"), Ok(PathRoot::Cwd("".into())));
+        assert_eq!(
+            PathRoot::from_written("$CWD/"),
+            Ok(PathRoot::Cwd("".into()))
+        );
+        assert_eq!(
+            PathRoot::from_written("$CWD/a/./b/../c/"),
+            Ok(PathRoot::Cwd("/a/c".into()))
+        );
+        assert_eq!(
+            PathRoot::from_written("/srv//x/"),
+            Ok(PathRoot::Fixed("/srv/x".into()))
+        );
+        // Not the variable: a relative root, taken from `/`.
+        assert_eq!(
+            PathRoot::from_written("$CWDX"),
+            Ok(PathRoot::Fixed("/$CWDX".into()))
+        );
+    }
+
+    #[test]
+    fn cwd_roots_may_not_climb_out() {
+        assert_eq!(
+            PathRoot::from_written("$CWD/.."),
+            Err(RootError::ClimbsOutOfCwd)
+        );
+        assert_eq!(
+            PathRoot::from_written("$CWD/a/../../b"),
+            Err(RootError::ClimbsOutOfCwd)
+        );
+        assert!(matches!(
+            PathRoot::from_written("$CWD/a\\b"),
+            Err(RootError::Path(_))
+        ));
+    }
+
+    #[test]
+    fn a_cwd_root_is_known_only_with_an_absolute_cwd() {
+        let root = PathRoot::Cwd("/src".into());
+        assert_eq!(
+            root.resolve(Some("/work/p/")).as_deref(),
+            Some("/work/p/src")
+        );
+        assert_eq!(root.resolve(Some("/")).as_deref(), Some("/src"));
+        assert_eq!(root.resolve(None), None);
+        assert_eq!(root.resolve(Some("work/p")), None);
+        assert_eq!(root.resolve(Some("/work\\p")), None);
+        let bare = PathRoot::Cwd("".into());
+        assert_eq!(
+            bare.resolve(Some("/work/p/../q")).as_deref(),
+            Some("/work/q")
+        );
+        let fixed = PathRoot::Fixed("/srv".into());
+        assert_eq!(fixed.resolve(None).as_deref(), Some("/srv"));
+        assert_eq!(root.to_string(), "$CWD/src");
+    }
 }

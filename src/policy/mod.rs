@@ -13,7 +13,9 @@ pub mod target_index;
 use std::sync::Arc;
 
 pub use compiled_regex::{CompiledRegex, RegexError};
-pub use condition::{AnnotationKey, Cond, Operand, Pred, Quantifier, Step, Test};
+pub use condition::{
+    AnnotationKey, Cond, Operand, PathRoot, Pred, Quantifier, RootError, Step, Test,
+};
 pub use lookup::{hits_of, Cand, Cands, FastSet, Hits, IndexedTarget, Lookup, NameMatcher, Query};
 pub use settings::{DefaultDecision, Scope, Settings, Trusted};
 

@@ -63,7 +63,7 @@ const REASONS: [&str; 10] = [
     "out_of_scope",
     "no_policy",
 ];
-const KEYS: [&str; 18] = [
+const KEYS: [&str; 20] = [
     "policy",
     "name",
     "case",
@@ -80,6 +80,8 @@ const KEYS: [&str; 18] = [
     "lock",
     "trust_server",
     "host",
+    "cwd",
+    "taint_unknown",
     "expect",
     "uncovered",
 ];
@@ -202,6 +204,11 @@ fn apply(case: &mut Case, key: &str, value: &str, base: &std::path::Path) -> Res
             spec.principal = Some(value.to_string());
         }
         "no_approver" => spec.no_approver = flag(key, value)?,
+        "taint_unknown" => spec.taint_unknown = flag(key, value)?,
+        "cwd" => {
+            need(value)?;
+            spec.cwd = Some(value.to_string());
+        }
         "trust_server" => spec.trust_server = flag(key, value)?,
         "lock" => {
             let v = json_value(key, value, base, true)?;

@@ -349,6 +349,10 @@ impl Recorder<'_, '_> {
         match &pred.test {
             Test::Annotation(key) => self.annotation_saw(*key, facts),
             Test::Tainted { ignore, by } => {
+                if request.taint_unknown {
+                    return "the host could not read the session's taint: `tainted` fails closed"
+                        .into();
+                }
                 if request.taint.is_empty() {
                     return "no taint given: the call is untainted".into();
                 }
@@ -403,6 +407,20 @@ impl Recorder<'_, '_> {
             Test::Matches { operand, .. } => self.operand_saw(operand, facts, Some("a string")),
             Test::Inside { operand, root } | Test::Escapes { operand, root } => {
                 let inside_when = matches!(pred.test, Test::Inside { .. });
+                let Some(resolved) = root.resolve(request.cwd) else {
+                    return match request.cwd {
+                        None => format!("`{root}` is unknown (no cwd given): the test fails closed"),
+                        Some(c) => format!(
+                            "`{root}` is unknown (cwd {} is not an absolute path): the test fails closed",
+                            Value::String(c.into())
+                        ),
+                    };
+                };
+                let root_path: &str = &resolved;
+                let root = match root.is_cwd() {
+                    true => format!("{resolved} (`{root}`)"),
+                    false => resolved.to_string(),
+                };
                 let base = self.operand_saw(operand, facts, Some("a string"));
                 let verdicts: Vec<String> = self
                     .seen
@@ -415,7 +433,7 @@ impl Recorder<'_, '_> {
                             Some(_) if (*result == Tri::True) == inside_when => {
                                 format!("{json} is inside {root}")
                             }
-                            Some(s) => match paths::canonicalize(s, root) {
+                            Some(s) => match paths::canonicalize(s, root_path) {
                                 Ok(c) => format!("{json} is outside {root} (as `{c}`)"),
                                 Err(e) => format!("{json} is not a usable path ({e})"),
                             },

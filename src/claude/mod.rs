@@ -1,0 +1,414 @@
+//! Claude Code's permission hook: `mcppol claude-hook`.
+//!
+//! Claude Code runs a command hook for each event it is installed for,
+//! with the event as JSON on stdin. This module turns one such event into
+//! what the hook prints and its exit status:
+//!
+//! - `PreToolUse`: the policy decides the call (built-in tools as tools of
+//!   the built-in server, MCP tools by their `mcp__SERVER__TOOL` name, with
+//!   `tool_input` as the arguments, the session's taint and its `cwd`), and
+//!   the hook prints `permissionDecision` `allow`, `ask` or `deny` with a
+//!   reason.
+//! - `PostToolUse` and `PostToolUseFailure`: the tool's server (`web` for
+//!   `WebFetch` and `WebSearch`) is added to the session's taint.
+//! - `SessionEnd`: the session's taint file is removed.
+//!
+//! It never fails open: Claude Code runs the tool when a hook exits with
+//! anything but 0 or 2, so every failure (a policy that does not load,
+//! input without the fields needed, a taint file that cannot be read, a
+//! panic) ends in a `deny` printed with exit status 0 when the event is
+//! known, and exit status 2 with the reason on stderr when it is not.
+//!
+//! Claude-style command hooks run inside the pipeline are
+//! `crate::pipeline::command_hooks`.
+
+pub mod event;
+pub mod names;
+pub mod settings;
+pub mod taint;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+
+use serde_json::json;
+
+use crate::policy::{Cond, Test};
+use crate::{LoadOptions, Policy, PolicySet, Request, Source, Verdict};
+use event::{Event, EventKind};
+use names::{ToolName, DEFAULT_BUILTIN_SERVER};
+use taint::TaintStore;
+
+/// What the hook is run with (its flags).
+#[derive(Debug, Clone)]
+pub struct HookConfig {
+    /// The policy file.
+    pub policy: PathBuf,
+    /// Which policy of the file (needed when it holds several).
+    pub name: Option<String>,
+    /// The MCP server ids, to resolve names whose server holds `__`.
+    pub servers: Vec<String>,
+    /// The server the built-in tools belong to.
+    pub builtin_server: String,
+    /// Where session taint files live; `None` for the default
+    /// ([`TaintStore::default_dir`]).
+    pub state_dir: Option<PathBuf>,
+}
+
+impl HookConfig {
+    pub fn new(policy: impl Into<PathBuf>) -> Self {
+        HookConfig {
+            policy: policy.into(),
+            name: None,
+            servers: Vec::new(),
+            builtin_server: DEFAULT_BUILTIN_SERVER.to_string(),
+            state_dir: None,
+        }
+    }
+
+    fn check(&self) -> Result<(), String> {
+        let bad = |what: &str, id: &str| {
+            format!(
+                "{what} `{}` is not a server id (it must be non-empty and hold no `/`)",
+                id.escape_debug()
+            )
+        };
+        if self.builtin_server.is_empty() || self.builtin_server.contains('/') {
+            return Err(bad("--builtin-server", &self.builtin_server));
+        }
+        if let Some(s) = self
+            .servers
+            .iter()
+            .find(|s| s.is_empty() || s.contains('/'))
+        {
+            return Err(bad("--servers entry", s));
+        }
+        Ok(())
+    }
+
+    fn store(&self) -> Result<TaintStore, String> {
+        match &self.state_dir {
+            Some(dir) => Ok(TaintStore::new(dir)),
+            None => TaintStore::default_dir().map(TaintStore::new),
+        }
+    }
+}
+
+/// What the hook prints and its exit status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookOutput {
+    pub stdout: Option<String>,
+    pub stderr: Option<String>,
+    pub status: u8,
+}
+
+impl HookOutput {
+    /// Nothing to say: exit status 0, no output.
+    fn silent() -> Self {
+        HookOutput {
+            stdout: None,
+            stderr: None,
+            status: 0,
+        }
+    }
+
+    /// Exit status 2 with the reason on stderr: Claude Code blocks a
+    /// `PreToolUse` and shows the reason.
+    fn blocked(reason: &str) -> Self {
+        HookOutput {
+            stdout: None,
+            stderr: Some(format!("mcppol claude-hook: {reason}\n")),
+            status: 2,
+        }
+    }
+
+    /// A `PreToolUse` decision.
+    fn permission(verdict: Verdict, reason: &str) -> Self {
+        let out = json!({
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": verdict.as_str(),
+                "permissionDecisionReason": reason,
+            }
+        });
+        HookOutput {
+            stdout: Some(format!("{out}\n")),
+            stderr: None,
+            status: 0,
+        }
+    }
+
+    /// How an event refuses when mcppol cannot do its part.
+    fn failure(kind: EventKind, reason: &str) -> Self {
+        match kind {
+            EventKind::PreToolUse => HookOutput::permission(
+                Verdict::Deny,
+                &format!("mcppol could not decide this call, so it is denied: {reason}"),
+            ),
+            EventKind::PostToolUse | EventKind::PostToolUseFailure => {
+                let out = json!({
+                    "decision": "block",
+                    "reason": format!("mcppol could not record this tool's output in the session's taint: {reason}"),
+                });
+                HookOutput {
+                    stdout: Some(format!("{out}\n")),
+                    stderr: None,
+                    status: 0,
+                }
+            }
+            // SessionEnd blocks nothing; a taint file left behind only
+            // keeps the session stricter.
+            EventKind::SessionEnd => HookOutput::blocked(reason),
+        }
+    }
+}
+
+/// Handles one event read from stdin. Never panics: a panic inside is
+/// caught and ends like any other failure.
+pub fn run_hook(config: &HookConfig, input: &[u8]) -> HookOutput {
+    let event = match catch_unwind(|| Event::parse(input)) {
+        Ok(Ok(event)) => event,
+        Ok(Err(e)) => return HookOutput::blocked(&e.to_string()),
+        Err(payload) => return HookOutput::blocked(&panic_text(payload.as_ref())),
+    };
+    guarded(event.kind, || handle(config, &event))
+}
+
+/// Runs `f`; its error or panic becomes the event's failure output.
+fn guarded(kind: EventKind, f: impl FnOnce() -> Result<HookOutput, String>) -> HookOutput {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(out)) => out,
+        Ok(Err(reason)) => HookOutput::failure(kind, &reason),
+        Err(payload) => HookOutput::failure(kind, &panic_text(payload.as_ref())),
+    }
+}
+
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    let what = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".to_string());
+    format!("internal error (a panic: {what})")
+}
+
+fn handle(config: &HookConfig, event: &Event) -> Result<HookOutput, String> {
+    match event.kind {
+        EventKind::PreToolUse => pre_tool_use(config, event),
+        EventKind::PostToolUse | EventKind::PostToolUseFailure => post_tool_use(config, event),
+        EventKind::SessionEnd => {
+            let session = event.session_id()?;
+            config.store()?.remove(session)?;
+            Ok(HookOutput::silent())
+        }
+    }
+}
+
+fn post_tool_use(config: &HookConfig, event: &Event) -> Result<HookOutput, String> {
+    let session = event.session_id()?;
+    let tool_name = event.tool_name()?;
+    config.check()?;
+    let servers: Vec<String> =
+        match ToolName::parse(tool_name, &config.servers, &config.builtin_server) {
+            Ok(name) => name.taints().into_iter().map(str::to_string).collect(),
+            // An MCP name with no server to name: its output taints under
+            // the whole name, which is no server's own, so every `tainted`
+            // test of the session counts it.
+            Err(_) => vec![tool_name.to_string()],
+        };
+    if servers.is_empty() {
+        return Ok(HookOutput::silent());
+    }
+    let servers: Vec<&str> = servers.iter().map(String::as_str).collect();
+    config.store()?.add(session, &servers)?;
+    Ok(HookOutput::silent())
+}
+
+/// Loads the policy the hook is run with.
+pub fn load_policy(config: &HookConfig) -> Result<std::sync::Arc<Policy>, String> {
+    let set = PolicySet::from_file(&config.policy, &LoadOptions::default()).map_err(|e| {
+        let file = config.policy.display();
+        let Some(first) = e.diagnostics.first() else {
+            return format!("the policy file `{file}` does not load");
+        };
+        if first.code == crate::diagnostics::codes::IO_READ {
+            return format!("the policy does not load: {}", first.message);
+        }
+        let (line, column) = first.line_col();
+        let more = match e.diagnostics.len() {
+            1 => String::new(),
+            n => format!(", and {} more", n - 1),
+        };
+        format!(
+            "the policy file `{file}` does not load: {} at {file}:{line}:{column}{more} (run `mcppol check {file}`)",
+            first.message
+        )
+    })?;
+    let policy = set
+        .pick(config.name.as_deref())
+        .map_err(|e| format!("{e} (policy file `{}`)", config.policy.display()))?;
+    Ok(std::sync::Arc::clone(policy))
+}
+
+/// Whether any rule of the policy tests `tainted`.
+pub fn uses_taint(policy: &Policy) -> bool {
+    fn walk(cond: &Cond) -> bool {
+        match cond {
+            Cond::And(parts) | Cond::Or(parts) => parts.iter().any(walk),
+            Cond::Not(inner) => walk(inner),
+            Cond::Pred(p) => matches!(p.test, Test::Tainted { .. }),
+        }
+    }
+    policy
+        .all_rules()
+        .any(|r| r.condition.as_ref().is_some_and(walk))
+}
+
+fn rank(v: Verdict) -> u8 {
+    match v {
+        Verdict::Allow => 0,
+        Verdict::Ask => 1,
+        Verdict::Deny => 2,
+    }
+}
+
+fn pre_tool_use(config: &HookConfig, event: &Event) -> Result<HookOutput, String> {
+    let session = event.session_id()?;
+    let cwd = event.cwd()?;
+    let tool_name = event.tool_name()?;
+    let input = event.tool_input()?;
+    config.check()?;
+    let name = ToolName::parse(tool_name, &config.servers, &config.builtin_server)?;
+    let policy = load_policy(config)?;
+
+    let (taint, unknown) = if uses_taint(&policy) {
+        match config.store().and_then(|s| s.read(session)) {
+            Ok(t) => (t, None),
+            Err(why) => (Vec::new(), Some(why)),
+        }
+    } else {
+        (Vec::new(), None)
+    };
+    let taint_refs: Vec<&str> = taint.iter().map(String::as_str).collect();
+
+    let readings = name.readings();
+    let mut strictest = None;
+    for reading in readings {
+        let mut request = Request::tool(&reading.server, &reading.tool)
+            .with_args(input)
+            .with_taint(&taint_refs)
+            .with_cwd(cwd);
+        if unknown.is_some() {
+            request = request.with_taint_unknown();
+        }
+        let decision = policy.decide(&request);
+        let stricter = strictest
+            .as_ref()
+            .is_none_or(|(_, d): &(_, crate::Decision)| rank(decision.decision) > rank(d.decision));
+        if stricter {
+            strictest = Some((reading, decision));
+        }
+    }
+    let Some((reading, decision)) = strictest else {
+        return Err(format!("`{tool_name}` gave no request to decide"));
+    };
+
+    let file = config.policy.display();
+    let by = match (&decision.rule_id, decision.rule_span) {
+        (Some(id), Some(span)) => {
+            let (line, column) = policy.source.line_col(span.start);
+            format!(
+                "rule `{id}` ({}) of policy `{}` at {file}:{line}:{column}",
+                decision.reason.as_str(),
+                policy.name
+            )
+        }
+        (Some(id), None) => format!(
+            "rule `{id}` ({}) of policy `{}` in {file}",
+            decision.reason.as_str(),
+            policy.name
+        ),
+        (None, _) if decision.source == Source::Default => format!(
+            "the default ({}) of policy `{}` in {file}",
+            decision.reason.as_str(),
+            policy.name
+        ),
+        (None, _) => format!(
+            "{} ({}) of policy `{}` in {file}",
+            decision.source.as_str(),
+            decision.reason.as_str(),
+            policy.name
+        ),
+    };
+    let mut reason = format!(
+        "mcppol: {} {}/{} by {by}",
+        decision.decision.as_str(),
+        reading.server,
+        reading.tool
+    );
+    if readings.len() > 1 {
+        reason.push_str(&format!(
+            "; `{tool_name}` reads {} ways ({}) and the strictest decision stands",
+            readings.len(),
+            readings
+                .iter()
+                .map(|r| format!("{}/{}", r.server, r.tool))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if let Some(why) = unknown {
+        reason.push_str(&format!(
+            "; the session's taint is unknown, so `tainted` fails closed: {why}"
+        ));
+    }
+    Ok(HookOutput::permission(decision.decision, &reason))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_ends_in_the_events_refusal() {
+        let out = guarded(EventKind::PreToolUse, || panic!("boom"));
+        assert_eq!(out.status, 0);
+        let v: serde_json::Value = serde_json::from_str(out.stdout.as_deref().unwrap()).unwrap();
+        assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny");
+        assert_eq!(
+            v["hookSpecificOutput"]["permissionDecisionReason"],
+            "mcppol could not decide this call, so it is denied: internal error (a panic: boom)"
+        );
+        let out = guarded(EventKind::PostToolUse, || {
+            panic!("{}", String::from("bang"))
+        });
+        let v: serde_json::Value = serde_json::from_str(out.stdout.as_deref().unwrap()).unwrap();
+        assert_eq!(v["decision"], "block");
+        assert_eq!((out.status, out.stderr), (0, None));
+        let out = guarded(EventKind::SessionEnd, || panic!("end"));
+        assert_eq!(out.status, 2);
+        assert!(out.stderr.unwrap().contains("a panic: end"));
+    }
+
+    #[test]
+    fn config_ids_are_checked() {
+        let mut c = HookConfig::new("p.mcppol");
+        assert!(c.check().is_ok());
+        c.builtin_server = "a/b".into();
+        assert!(c.check().is_err());
+        c.builtin_server = "claude".into();
+        c.servers = vec!["ok".into(), String::new()];
+        assert!(c.check().is_err());
+    }
+
+    #[test]
+    fn taint_use_is_found_anywhere_in_a_condition() {
+        let set = PolicySet::from_text(
+            "p.mcppol",
+            r#"policy a { allow "x/y" when args.n > 1 }
+               policy b { deny "x/y" when not (args.n > 1 or tainted(ignore: ["w"])) }"#,
+        )
+        .unwrap();
+        assert!(!uses_taint(set.get("a").unwrap()));
+        assert!(uses_taint(set.get("b").unwrap()));
+    }
+}
