@@ -376,9 +376,18 @@ impl Table {
     fn insert(&mut self, name: &NameMatcher, loose: bool, cand: Cand) {
         match name {
             NameMatcher::Regex(re) => self.regexes.push((re.clone(), loose, cand)),
-            NameMatcher::Glob(Glob::Literal(l)) => {
-                self.literal.entry(l.clone()).or_default().cands.push(cand)
-            }
+            NameMatcher::Glob(Glob::Literal(l)) => match self.literal.get_mut(&**l) {
+                Some(entry) => entry.cands.push(cand),
+                None => {
+                    self.literal.insert(
+                        l.clone(),
+                        Literal {
+                            cands: vec![cand],
+                            complete: false,
+                        },
+                    );
+                }
+            },
             NameMatcher::Glob(Glob::Any) => self.all.push(cand),
             NameMatcher::Glob(Glob::Prefix(p)) => self.prefixes.entry(p).push(cand),
             NameMatcher::Glob(Glob::Suffix(s)) => self.suffixes.entry(s).push(cand),
@@ -391,8 +400,9 @@ impl Table {
         self.suffixes.freeze();
         let (prefixes, suffixes, all, globs) =
             (&self.prefixes, &self.suffixes, &self.all, &self.globs);
+        let mut more: Vec<Cand> = Vec::new();
         for (name, entry) in self.literal.iter_mut() {
-            let mut more: Vec<Cand> = Vec::new();
+            more.clear();
             prefixes.each(name, |c| more.extend_from_slice(c));
             suffixes.each(name, |c| more.extend_from_slice(c));
             more.extend_from_slice(all);
@@ -406,9 +416,10 @@ impl Table {
                 entry.cands.extend_from_slice(&more);
                 entry.complete = true;
             }
-            entry.cands.sort_unstable_by_key(|c| c.key);
-            entry.cands.dedup();
-            entry.cands.shrink_to_fit();
+            if entry.cands.len() > 1 {
+                entry.cands.sort_unstable_by_key(|c| c.key);
+                entry.cands.dedup();
+            }
         }
     }
 
@@ -489,51 +500,61 @@ impl Lookup {
         if let Some(count) = self.counts.get_mut(list) {
             *count += 1;
         }
-        let (server, name) = if loose {
+        if loose {
             let cand = Cand::new(list, number, NO_CHECK);
-            (target.server.clone(), (target.name.clone(), cand))
-        } else {
-            let server = target.server.folded();
-            let name = match &target.name {
-                NameMatcher::Glob(g) => NameMatcher::Glob(g.folded()),
-                NameMatcher::Regex(re) => NameMatcher::Regex(re.clone()),
-            };
-            let fold_safe = server == target.server
-                && matches!((&target.name, &name), (NameMatcher::Glob(a), NameMatcher::Glob(b)) if a == b);
-            let exact = target.server.is_literal()
-                && matches!(&target.name, NameMatcher::Glob(g) if g.is_literal());
-            let check = u32::try_from(self.checks.len()).unwrap_or(NO_CHECK);
-            self.checks.push(Check {
-                server: target.server.clone(),
-                name: target.name.clone(),
-                exact,
-                fold_safe,
-            });
-            (server, (name, Cand::new(list, number, check)))
+            if let Some(table) = self.table(&target.server) {
+                table.insert(&target.name, true, cand);
+            }
+            return;
+        }
+        // An exact target is filed folded and checked as written.
+        let server = target.server.folded();
+        let name = match &target.name {
+            NameMatcher::Glob(g) => NameMatcher::Glob(g.folded()),
+            NameMatcher::Regex(re) => NameMatcher::Regex(re.clone()),
         };
-        let (name, cand) = name;
-        let table = match server {
-            Glob::Literal(s) => self.servers.entry(s).or_default(),
+        let fold_safe = server == target.server
+            && matches!((&target.name, &name), (NameMatcher::Glob(a), NameMatcher::Glob(b)) if a == b);
+        let exact = target.server.is_literal()
+            && matches!(&target.name, NameMatcher::Glob(g) if g.is_literal());
+        let check = u32::try_from(self.checks.len()).unwrap_or(NO_CHECK);
+        self.checks.push(Check {
+            server: target.server.clone(),
+            name: target.name.clone(),
+            exact,
+            fold_safe,
+        });
+        if let Some(table) = self.table(&server) {
+            table.insert(&name, false, Cand::new(list, number, check));
+        }
+    }
+
+    /// The table of a (folded) server segment, made if new. A key is copied
+    /// only when it is new.
+    fn table(&mut self, server: &Glob) -> Option<&mut Table> {
+        Some(match server {
+            Glob::Literal(s) => {
+                if !self.servers.contains_key(&**s) {
+                    self.servers.insert(s.clone(), Table::default());
+                }
+                self.servers.get_mut(&**s)?
+            }
             Glob::Any => &mut self.any,
-            Glob::Prefix(p) => self.server_prefixes.entry(&p),
-            Glob::Suffix(s) => self.server_suffixes.entry(&s),
+            Glob::Prefix(p) => self.server_prefixes.entry(p),
+            Glob::Suffix(s) => self.server_suffixes.entry(s),
             other @ Glob::Pattern(_) => {
-                let at = match self.glob_at.get(&other) {
+                let at = match self.glob_at.get(other) {
                     Some(&at) => at,
                     None => {
                         self.server_globs.push((other.clone(), Table::default()));
                         let at = self.server_globs.len() - 1;
-                        self.glob_at.insert(other, at);
+                        self.glob_at.insert(other.clone(), at);
                         at
                     }
                 };
-                match self.server_globs.get_mut(at) {
-                    Some((_, table)) => table,
-                    None => return,
-                }
+                &mut self.server_globs.get_mut(at)?.1
             }
-        };
-        table.insert(&name, loose, cand);
+        })
     }
 
     /// Makes the index ready to search: sorts the affixes and merges each
