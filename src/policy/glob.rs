@@ -70,12 +70,26 @@ impl Glob {
     }
 
     /// The pattern with its text folded (`names::fold`): what it is as a
-    /// loose target. Folding maps each character to one character and
-    /// leaves `*` and `?` as they are, so the shape does not change.
-    pub fn folded(&self) -> Glob {
+    /// loose target; borrowed when folding changes nothing. Folding maps
+    /// each character to one character and leaves `*` and `?` as they
+    /// are, so the shape does not change.
+    pub fn folded(&self) -> std::borrow::Cow<'_, Glob> {
         use super::names::fold;
+        use std::borrow::Cow;
+        let same = |s: &str| matches!(fold(s), Cow::Borrowed(_));
+        let unchanged = match self {
+            Glob::Literal(t) | Glob::Prefix(t) | Glob::Suffix(t) => same(t),
+            Glob::Any => true,
+            Glob::Pattern(tokens) => tokens.iter().all(|t| match t {
+                Token::Literal(l) => same(l),
+                _ => true,
+            }),
+        };
+        if unchanged {
+            return Cow::Borrowed(self);
+        }
         let f = |s: &str| -> Box<str> { fold(s).into() };
-        match self {
+        Cow::Owned(match self {
             Glob::Literal(l) => Glob::Literal(f(l)),
             Glob::Any => Glob::Any,
             Glob::Prefix(p) => Glob::Prefix(f(p)),
@@ -89,7 +103,7 @@ impl Glob {
                     })
                     .collect(),
             ),
-        }
+        })
     }
 
     /// Whether the pattern has no wildcard.

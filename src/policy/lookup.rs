@@ -23,6 +23,7 @@
 //! character to one character, so a name that matches exactly also matches
 //! folded: the folded tables never miss an exact match.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -253,8 +254,23 @@ impl<T: Default> Affixes<T> {
     }
 
     fn entry(&mut self, key: &str) -> &mut T {
-        let at = match self.at.get(key) {
-            Some(&at) => at,
+        // A few keys are found by comparing them; past that, by a map
+        // (built then from the keys so far).
+        let found = if self.entries.len() <= LINEAR_AFFIXES {
+            self.entries.iter().position(|e| &*e.key == key)
+        } else {
+            if self.at.is_empty() {
+                self.at = self
+                    .entries
+                    .iter()
+                    .enumerate()
+                    .map(|(i, e)| (e.key.clone(), i))
+                    .collect();
+            }
+            self.at.get(key).copied()
+        };
+        let at = match found {
+            Some(at) => at,
             None => {
                 self.entries.push(AffixEntry {
                     key: key.into(),
@@ -262,7 +278,9 @@ impl<T: Default> Affixes<T> {
                     value: T::default(),
                 });
                 let at = self.entries.len() - 1;
-                self.at.insert(key.into(), at);
+                if !self.at.is_empty() {
+                    self.at.insert(key.into(), at);
+                }
                 at
             }
         };
@@ -376,7 +394,13 @@ impl Table {
     fn insert(&mut self, name: &NameMatcher, loose: bool, cand: Cand) {
         match name {
             NameMatcher::Regex(re) => self.regexes.push((re.clone(), loose, cand)),
-            NameMatcher::Glob(Glob::Literal(l)) => match self.literal.get_mut(&**l) {
+            NameMatcher::Glob(glob) => self.insert_glob(glob, cand),
+        }
+    }
+
+    fn insert_glob(&mut self, glob: &Glob, cand: Cand) {
+        match glob {
+            Glob::Literal(l) => match self.literal.get_mut(&**l) {
                 Some(entry) => entry.cands.push(cand),
                 None => {
                     self.literal.insert(
@@ -388,10 +412,10 @@ impl Table {
                     );
                 }
             },
-            NameMatcher::Glob(Glob::Any) => self.all.push(cand),
-            NameMatcher::Glob(Glob::Prefix(p)) => self.prefixes.entry(p).push(cand),
-            NameMatcher::Glob(Glob::Suffix(s)) => self.suffixes.entry(s).push(cand),
-            NameMatcher::Glob(g @ Glob::Pattern(_)) => self.globs.push((g.clone(), cand)),
+            Glob::Any => self.all.push(cand),
+            Glob::Prefix(p) => self.prefixes.entry(p).push(cand),
+            Glob::Suffix(s) => self.suffixes.entry(s).push(cand),
+            g @ Glob::Pattern(_) => self.globs.push((g.clone(), cand)),
         }
     }
 
@@ -510,11 +534,11 @@ impl Lookup {
         // An exact target is filed folded and checked as written.
         let server = target.server.folded();
         let name = match &target.name {
-            NameMatcher::Glob(g) => NameMatcher::Glob(g.folded()),
-            NameMatcher::Regex(re) => NameMatcher::Regex(re.clone()),
+            NameMatcher::Glob(g) => Some(g.folded()),
+            NameMatcher::Regex(_) => None,
         };
-        let fold_safe = server == target.server
-            && matches!((&target.name, &name), (NameMatcher::Glob(a), NameMatcher::Glob(b)) if a == b);
+        let fold_safe = matches!(server, Cow::Borrowed(_))
+            && matches!(name, Some(Cow::Borrowed(_)));
         let exact = target.server.is_literal()
             && matches!(&target.name, NameMatcher::Glob(g) if g.is_literal());
         let check = u32::try_from(self.checks.len()).unwrap_or(NO_CHECK);
@@ -524,8 +548,13 @@ impl Lookup {
             exact,
             fold_safe,
         });
+        let cand = Cand::new(list, number, check);
         if let Some(table) = self.table(&server) {
-            table.insert(&name, false, Cand::new(list, number, check));
+            match (&name, &target.name) {
+                (Some(glob), _) => table.insert_glob(glob, cand),
+                (None, NameMatcher::Regex(re)) => table.regexes.push((re.clone(), false, cand)),
+                (None, NameMatcher::Glob(_)) => {}
+            }
         }
     }
 
