@@ -537,8 +537,8 @@ impl Lookup {
             NameMatcher::Glob(g) => Some(g.folded()),
             NameMatcher::Regex(_) => None,
         };
-        let fold_safe = matches!(server, Cow::Borrowed(_))
-            && matches!(name, Some(Cow::Borrowed(_)));
+        let fold_safe =
+            matches!(server, Cow::Borrowed(_)) && matches!(name, Some(Cow::Borrowed(_)));
         let exact = target.server.is_literal()
             && matches!(&target.name, NameMatcher::Glob(g) if g.is_literal());
         let check = u32::try_from(self.checks.len()).unwrap_or(NO_CHECK);
