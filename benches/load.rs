@@ -3,8 +3,7 @@
 //! `cargo bench --bench load`. Before timing, prints per rule count the
 //! bytes allocated while parsing and compiling, the bytes the compiled
 //! `PolicySet` keeps, and the allocations made while deciding the request
-//! mix (the common path should make none). `compile/N` times the compile
-//! step alone, on text parsed beforehand. A counting allocator
+//! mix (the common path should make none). A counting allocator
 //! (`stats_alloc`) wraps the system allocator for this whole binary.
 
 #![allow(clippy::expect_used)] // a benchmark stops on a broken fixture
@@ -84,20 +83,6 @@ fn load(c: &mut Criterion) {
                 b.iter(|| PolicySet::from_text("generated.mcppol", black_box(text)).expect("loads"))
             },
         );
-    }
-    group.finish();
-
-    // The compile step alone (text already parsed): AST to policy.
-    let mut group = c.benchmark_group("compile");
-    group.sample_size(10);
-    let options = mcppol::LoadOptions::default();
-    for work in &works {
-        let source = mcppol::SourceFile::new("generated.mcppol", work.text.clone());
-        let (file, diagnostics) = mcppol::__private::parse(&source);
-        assert!(diagnostics.is_empty(), "the generated text parses");
-        group.bench_with_input(BenchmarkId::from_parameter(work.size), &file, |b, file| {
-            b.iter(|| mcppol::__private::compile(black_box(file), &source, &options))
-        });
     }
     group.finish();
 }

@@ -11,8 +11,10 @@ use unicode_normalization::UnicodeNormalization;
 /// Why a path has no canonical form.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum PathError {
+    /// The path holds a NUL character.
     #[error("it holds a NUL character")]
     Nul,
+    /// The path holds a backslash.
     #[error("it holds a backslash")]
     Backslash,
 }

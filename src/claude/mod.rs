@@ -55,6 +55,7 @@ pub struct HookConfig {
 }
 
 impl HookConfig {
+    /// The hook run with `policy` and every other flag at its default.
     pub fn new(policy: impl Into<PathBuf>) -> Self {
         HookConfig {
             policy: policy.into(),
@@ -96,8 +97,11 @@ impl HookConfig {
 /// What the hook prints and its exit status.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HookOutput {
+    /// What the hook prints on stdout (one JSON line), if anything.
     pub stdout: Option<String>,
+    /// What it prints on stderr, if anything.
     pub stderr: Option<String>,
+    /// Its exit status: 0, or 2 to block.
     pub status: u8,
 }
 

@@ -56,6 +56,22 @@ pub fn compile(
         regex_bytes: 0,
     };
     let mut policies: Vec<Arc<Policy>> = Vec::new();
+    if let Some(span) = rule_past_the_limit(file) {
+        compiler.push(
+            Diagnostic::error(
+                source,
+                codes::COMPILE_TOO_MANY_RULES,
+                span,
+                format!(
+                    "the file holds more than {} rules, the most a policy file may",
+                    crate::limits::MAX_RULES
+                ),
+            )
+            .with_label("one rule too many")
+            .with_help("split the policies over several files, or join rules that share a target"),
+        );
+        return (policies, compiler.diagnostics);
+    }
     for ast in &file.policies {
         if let Some(first) = policies.iter().find(|p| p.name == ast.name.node) {
             let (line, _) = source.line_col(first.span.start);
@@ -74,6 +90,19 @@ pub fn compile(
         policies.push(Arc::new(compiler.policy(ast)));
     }
     (policies, compiler.diagnostics)
+}
+
+/// The span of the first rule past [`crate::limits::MAX_RULES`], if the
+/// file has one: such a file is not compiled at all.
+fn rule_past_the_limit(file: &syntax::File) -> Option<Span> {
+    file.policies
+        .iter()
+        .flat_map(|p| p.items.iter())
+        .filter_map(|i| match i {
+            Item::Rule(r) => Some(r.span),
+            _ => None,
+        })
+        .nth(crate::limits::MAX_RULES)
 }
 
 pub(crate) struct Compiler<'a> {

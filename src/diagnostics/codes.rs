@@ -140,6 +140,10 @@ codes! {
         "the file's distinct regexes compile to more than their shared budget together",
         fix: "use fewer distinct regexes, or smaller ones (`[a-z0-9_]` instead of `\\w`)"
     }
+    COMPILE_TOO_MANY_RULES = "mcppol::compile::too_many_rules" {
+        "the file holds more rules than a policy file may (100,000)",
+        fix: "split the policies over several files, or join rules that share a target"
+    }
     COMPILE_INEXACT_NUMBER = "mcppol::compile::inexact_number" {
         "an ordering test compares with a number beyond 64 bits, which cannot be held exactly",
         fix: "use a bound within 64 bits"

@@ -6,7 +6,6 @@ use proptest::prelude::*;
 use serde_json::json;
 
 use super::{format, FmtError};
-use crate::policy::Trusted;
 use crate::{PolicySet, Request, TargetKind, ToolApproval};
 
 fn fmt(origin: &str, text: &str) -> String {
@@ -20,41 +19,7 @@ fn fmt(origin: &str, text: &str) -> String {
 /// The compiled policies, spans left out: what a file means.
 fn meaning(origin: &str, text: &str) -> String {
     let set = PolicySet::from_text(origin, text).unwrap_or_else(|e| panic!("{}", e.render(false)));
-    let span = regex::Regex::new(r"span: Span \{ start: \d+, end: \d+ \}").unwrap();
-    let mut out = String::new();
-    for p in set.iter() {
-        let st = &p.settings;
-        let trusted = match &st.trusted {
-            Trusted::Servers(set) => {
-                let mut v: Vec<&str> = set.iter().map(|s| &**s).collect();
-                v.sort_unstable();
-                format!("{v:?}")
-            }
-            other => format!("{other:?}"),
-        };
-        out.push_str(&format!(
-            "policy {} {:?} {:?} {} {} {trusted}\n",
-            p.name, st.default, st.scope, st.pin_tools, st.allow_new_tools
-        ));
-        for r in p.all_rules() {
-            let targets: Vec<String> = r
-                .targets
-                .iter()
-                .map(|t| format!("{:?} {}", t.matcher, t.exact))
-                .collect();
-            let cond = span
-                .replace_all(&format!("{:?}", r.condition), "")
-                .into_owned();
-            out.push_str(&format!(
-                "{} {} {:?} {:?} {cond}\n",
-                r.id,
-                r.effect.as_str(),
-                r.kind,
-                targets
-            ));
-        }
-    }
-    out
+    crate::fuzzing::meaning(&set)
 }
 
 /// Decisions over a spread of requests, to compare before and after.

@@ -15,7 +15,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::task::AbortHandle;
 
 use super::framing::{write_line, FrameError, LineReader, DEFAULT_MAX_LINE_BYTES};
-use super::jsonrpc::{Id, Message, Notification, Request, Response};
+use super::jsonrpc::{codes, Id, Message, Notification, Request, Response, RpcError};
 use super::transport::{
     BoxFuture, DefaultHandler, McpError, RequestHandler, ServerInfo, Transport, PROTOCOL_VERSIONS,
 };
@@ -34,13 +34,25 @@ pub struct ConnectOptions {
     pub client_info: Value,
     /// Answers the server's requests (default: `ping` only).
     pub handler: Arc<dyn RequestHandler>,
+    /// The most requests waiting for an answer at once (default
+    /// [`DEFAULT_MAX_PENDING`]); one more fails at once with a transport
+    /// error instead of growing the pending map.
+    pub max_pending: usize,
 }
+
+/// The default bound on requests waiting for an answer.
+pub const DEFAULT_MAX_PENDING: usize = 1024;
+
+/// The most requests of the server's that are handled at once; the server's
+/// requests past it are answered with an error at once.
+pub const MAX_SERVER_REQUESTS: usize = 64;
 
 impl std::fmt::Debug for ConnectOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ConnectOptions")
             .field("max_line_bytes", &self.max_line_bytes)
             .field("request_timeout", &self.request_timeout)
+            .field("max_pending", &self.max_pending)
             .finish_non_exhaustive()
     }
 }
@@ -53,6 +65,7 @@ impl Default for ConnectOptions {
             capabilities: json!({}),
             client_info: json!({"name": "mcppol", "version": env!("CARGO_PKG_VERSION")}),
             handler: Arc::new(DefaultHandler),
+            max_pending: DEFAULT_MAX_PENDING,
         }
     }
 }
@@ -72,6 +85,7 @@ struct Inner {
     next_id: AtomicI64,
     notifications: broadcast::Sender<Notification>,
     timeout: Duration,
+    max_pending: usize,
 }
 
 impl Inner {
@@ -171,6 +185,7 @@ impl Connection {
             next_id: AtomicI64::new(1),
             notifications,
             timeout: options.request_timeout,
+            max_pending: options.max_pending,
         });
         let writer_task = tokio::spawn(write_loop(writer, out_rx, Arc::downgrade(&inner)));
         let reader_task = tokio::spawn(read_loop(
@@ -199,6 +214,12 @@ impl Connection {
             let mut state = inner.lock();
             if let Some(why) = &state.closed {
                 return Err(why.clone());
+            }
+            if state.pending.len() >= inner.max_pending {
+                return Err(McpError::Transport(format!(
+                    "{} requests are already waiting for the server, the most allowed",
+                    inner.max_pending
+                )));
             }
             state.pending.insert(id, tx);
         }
@@ -298,6 +319,7 @@ async fn read_loop<R: AsyncBufRead + Unpin>(
     out: mpsc::Sender<Vec<u8>>,
     handler: Arc<dyn RequestHandler>,
 ) {
+    let in_flight = Arc::new(tokio::sync::Semaphore::new(MAX_SERVER_REQUESTS));
     let why = loop {
         let line = match reader.next_line().await {
             Ok(Some(line)) => line,
@@ -341,6 +363,21 @@ async fn read_loop<R: AsyncBufRead + Unpin>(
                 let _ = inner.notifications.send(n);
             }
             Message::Request(Request { id, method, params }) => {
+                // A server that floods requests gets errors, not tasks.
+                let Ok(permit) = in_flight.clone().try_acquire_owned() else {
+                    let busy = RpcError::new(
+                        codes::INTERNAL_ERROR,
+                        format!("more than {MAX_SERVER_REQUESTS} of the server's requests are in flight"),
+                    );
+                    let _ = out.try_send(
+                        Message::Response(Response {
+                            id,
+                            outcome: Err(busy),
+                        })
+                        .to_line(),
+                    );
+                    continue;
+                };
                 let handler = handler.clone();
                 let out = out.clone();
                 tokio::spawn(async move {
@@ -348,6 +385,7 @@ async fn read_loop<R: AsyncBufRead + Unpin>(
                     let _ = out
                         .send(Message::Response(Response { id, outcome }).to_line())
                         .await;
+                    drop(permit);
                 });
             }
         }

@@ -59,6 +59,8 @@ pub fn text_result(text: &str) -> Value {
 }
 
 impl FakeServer {
+    /// A server with no tools, resources or prompts, speaking the newest
+    /// protocol version, with `tools.listChanged` among its capabilities.
     pub fn new() -> Self {
         FakeServer {
             script: Arc::new(Mutex::new(Script::default())),
@@ -109,7 +111,11 @@ impl FakeServer {
         let handler: ToolHandler = Arc::new(move |args| Box::pin(f(args)));
         {
             let mut s = self.lock();
-            s.tools.retain(|t| t.get("name") != definition.get("name"));
+            // Only a name already there has an entry to replace (adding n
+            // tools stays linear).
+            if s.handlers.contains_key(&name) {
+                s.tools.retain(|t| t.get("name") != definition.get("name"));
+            }
             s.tools.push(definition);
             s.handlers.insert(name, handler);
         }
@@ -282,6 +288,8 @@ pub struct MemoryTransport {
 }
 
 impl MemoryTransport {
+    /// A transport to `server` (already "connected": there is no handshake
+    /// to run).
     pub fn new(server: FakeServer) -> Self {
         MemoryTransport { server }
     }

@@ -93,6 +93,21 @@ pub(crate) fn check_digest(approved: &str, arguments: &Value) -> Result<(), Call
     }
 }
 
+/// Arguments past [`crate::limits::MAX_ARGUMENT_BYTES`] or
+/// [`crate::limits::MAX_ARGUMENT_DEPTH`] fail the call (`protocol`,
+/// `invalid_arguments`): nothing is sent.
+fn check_arguments(arguments: &Value) -> Result<(), CallError> {
+    crate::limits::check_json(
+        arguments,
+        crate::limits::MAX_ARGUMENT_BYTES,
+        crate::limits::MAX_ARGUMENT_DEPTH,
+    )
+    .map_err(|why| {
+        CallError::new(ErrorKind::Protocol, ErrorReason::InvalidArguments)
+            .with_detail(format!("the arguments are too large: {why}"))
+    })
+}
+
 fn bad_return(hook: &Hook) -> CallError {
     emit(hook, HookFailure::BadReturn.as_str());
     CallError::hook_failed(&hook.id, HookFailure::BadReturn)
@@ -254,6 +269,14 @@ impl Pipeline {
                 tracing::warn!(target: "mcppol::pipeline", server = %self.server, "a listed tool without a name was left out");
                 continue;
             };
+            if let Err(why) = crate::limits::check_json(
+                &def,
+                crate::limits::MAX_TOOL_DEFINITION_BYTES,
+                usize::MAX,
+            ) {
+                tracing::warn!(target: "mcppol::pipeline", server = %self.server, tool = %name, why, "a tool whose definition is too large was left out");
+                continue;
+            }
             if catalog.tools.contains_key(&name) {
                 tracing::warn!(target: "mcppol::pipeline", server = %self.server, tool = %name, "a tool listed twice: the first is kept");
                 continue;
@@ -418,7 +441,16 @@ impl Pipeline {
         Ok(tools.into_iter().map(|(_, d)| d).collect())
     }
 
-    /// Calls a tool through the whole pipeline.
+    /// Calls a tool through the whole pipeline (the steps are listed in
+    /// the [module](super) docs) and returns its result, shaped when
+    /// `opts` asks for it. A before-hook's halt answers without sending.
+    ///
+    /// # Errors
+    ///
+    /// A [`CallError`] of kind `not_found` (unknown or hidden tool),
+    /// `denied` (policy, a hook, the approver), `hook` (a hook failed, or
+    /// the arguments changed after approval), `protocol`, `transport` or
+    /// `timeout`, unless a failure hook recovered it.
     pub async fn call_tool(
         &self,
         name: &str,
@@ -450,6 +482,7 @@ impl Pipeline {
                 return Err(CallError::not_found());
             }
         }
+        check_arguments(&arguments)?;
         let state = self.approval_state(name, &entry, opts.principal.as_deref());
         let base = LazyCtx::new(self, opts);
         let mut call = ToolCall {
@@ -534,6 +567,8 @@ impl Pipeline {
             if let Some(halted) = self.before_hooks(call, base, &mut hook_ask).await? {
                 return Ok(halted);
             }
+            // A hook's rewrite is held to the same bounds as the caller's.
+            check_arguments(&call.arguments)?;
         }
         // Argument validation (and unsafe schemas) before policy.
         if self.validation.arguments {

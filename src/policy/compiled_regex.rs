@@ -111,7 +111,12 @@ impl CompiledRegex {
                 source: source.into(),
             });
         }
+        // No full DFA: building one costs far more than the lazy DFA's
+        // searches save on a policy's short inputs, and `dfa-build` is on
+        // whenever another crate of the build (jsonschema's fancy-regex)
+        // asks for it, which tripled the cost of loading a policy.
         let config = meta::Config::new()
+            .dfa(false)
             .nfa_size_limit(Some(size_limit))
             .dfa_size_limit(Some(size_limit))
             .hybrid_cache_capacity(size_limit);

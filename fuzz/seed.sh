@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Builds the seed corpora of the fuzz targets (fuzz/corpus/TARGET/) from the
+# project's own policies, fixtures and listings. The corpora are not
+# committed: run this before `cargo +nightly fuzz run TARGET`.
+set -euo pipefail
+cd "$(dirname "$0")"
+root=..
+corpus=corpus
+
+seed_file() { # TARGET FILE
+  local name
+  name=$(sha1sum "$2" | cut -c1-16)
+  cp "$2" "$corpus/$1/$name"
+}
+seed_text() { # TARGET TEXT
+  local name
+  name=$(printf '%s' "$2" | sha1sum | cut -c1-16)
+  printf '%s' "$2" >"$corpus/$1/$name"
+}
+
+for t in parse_compile decide decide_explain paths canonical_json fmt fmt_parse jsonrpc claude_hook; do
+  mkdir -p "$corpus/$t"
+done
+
+# Policy text: every .mcppol of the project (bundled, fixtures, docs), but
+# the one that spends the whole 64 MiB regex budget: it is slow by design
+# (seconds under the sanitizer) and its mutants would crowd the run out.
+while IFS= read -r -d '' f; do
+  for t in parse_compile fmt fmt_parse decide_explain; do
+    seed_file "$t" "$f"
+  done
+done < <(find "$root/policies" "$root/tests/fixtures" "$root/docs" -name '*.mcppol' -not -name 'regex_budget_exceeded.mcppol' -print0)
+
+# Requests: arbitrary bytes; the policy tests' cases give the fuzzer words.
+while IFS= read -r -d '' f; do
+  seed_file decide "$f"
+done < <(find "$root/policies" -name '*.mcppoltest' -print0)
+
+# Paths: the contract's examples (semantics.md, "Path canonicalization").
+for p in /srv/sandbox /srv/sandbox/a/../b a/b ./x /srv/sandbox/ /srv/sandboxed \
+  /srv/sandbox/../x ../x /etc/passwd 'a\b' "$(printf 'x\001y')" "e$(printf '\xcc\x81')/../.."; do
+  seed_text paths "$p/srv/sandbox"
+done
+
+# JSON: the tool listings and lock files, and a few odd values.
+while IFS= read -r -d '' f; do
+  seed_file canonical_json "$f"
+done < <(find "$root/tests/fixtures" "$root/docs" \( -name '*.json' -o -name '*.lock' \) -print0)
+seed_text canonical_json '{"name":"t","description":"d","inputSchema":{"type":"object"},"x":[1,2.5,1e400,-0,"\u00e9"]}'
+seed_text canonical_json '[1e-7, 1e21, 0.1, 123456789012345678901234567890, "\ud83d\ude00"]'
+
+# A server's output: chunks (after each client line) end at NUL bytes.
+init='{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"s","version":"1"}}}'
+list='{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"t","inputSchema":{"type":"object"}}],"nextCursor":"p2"}}'
+list2='{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"u"}]}}'
+call='{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"hi"}]}}'
+printf '%s\n\0\0%s\n\0%s\n\0%s\n' "$init" "$list" "$list2" "$call" >"$corpus/jsonrpc/happy"
+printf '%s\n\0\0{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"no"}}\n\0garbage\n{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}\n{"jsonrpc":"2.0","id":7,"method":"ping"}\n' "$init" >"$corpus/jsonrpc/odd"
+printf '%s\n\0\0{"jsonrpc":"2.0","id":2,"result":{"tools":[]}}\n{"jsonrpc":"2.0","id":2,"result":{"tools":[]}}\n\0\0' "$init" >"$corpus/jsonrpc/duplicate"
+
+# Claude Code hook events (recorded payloads); taint files after a NUL.
+while IFS= read -r -d '' f; do
+  seed_file claude_hook "$f"
+done < <(find "$root/tests/fixtures/claude" -name '*.json' -print0)
+printf '\0mcppol taint 1\n"web"\n"github"\n' >"$corpus/claude_hook/taint"
+
+for t in "$corpus"/*; do
+  echo "$(basename "$t"): $(find "$t" -type f | wc -l) seeds"
+done
