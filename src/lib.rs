@@ -103,7 +103,7 @@ pub use diagnostics::codes::{
 };
 pub use diagnostics::{render_all, Diagnostic, LoadError, Severity, SourceFile};
 pub use eval::explain::{ExplainStep, Explanation, Note, Outcome, Stage};
-pub use eval::{Decision, Reason, Request, Source, Tri, Verdict};
+pub use eval::{Decision, ParamsError, Reason, Request, Source, ToolCallParams, Tri, Verdict};
 pub use fingerprint::{fingerprint, FingerprintError, Lock, ToolApproval};
 pub use fmt::{format, FmtError};
 pub use host::{HostPredicate, HostPredicates};

@@ -7,11 +7,11 @@
 //!
 //! A module that needs a cargo feature (the `mcppol` binary is built with
 //! `cli`) is compiled only with it, so `cargo test --no-default-features`
-//! runs what a decide-only build can. Two tests stay out of this binary,
-//! because they measure the whole process: `tests/runaway.rs` installs a
-//! counting global allocator, whose byte counts would take in every other
-//! test's allocations here, and `tests/load.rs` checks that the RSS stays
-//! flat.
+//! runs what a decide-only build can. Three tests stay out of this binary,
+//! because they measure the whole process: `tests/runaway.rs` and
+//! `tests/allocations.rs` install a counting global allocator, whose counts
+//! would take in every other test's allocations here, and `tests/load.rs`
+//! checks that the RSS stays flat.
 //!
 //! Snapshots (`snapshots/suite__MODULE__NAME.snap`) and proptest
 //! regression files (`MODULE.proptest-regressions`) live beside the
