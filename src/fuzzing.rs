@@ -12,6 +12,13 @@ use crate::PolicySet;
 pub use crate::fingerprint::{digest, is_fingerprint};
 pub use crate::paths::{canonical_root, canonicalize, inside, is_within, PathError};
 
+/// MCP's wire format (line framing, JSON-RPC messages), not API elsewhere.
+#[cfg(feature = "pipeline")]
+pub mod mcp {
+    pub use crate::mcp::framing::{FrameError, LineReader};
+    pub use crate::mcp::jsonrpc::{Id, Message};
+}
+
 /// The Claude Code hook: one event in, what it prints and its status out;
 /// and the taint file's reader.
 #[cfg(feature = "cli")]

@@ -171,6 +171,7 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "cli")]
     #[test]
     fn a_reader_is_bounded_too() {
         let endless = std::io::repeat(b'a');

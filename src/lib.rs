@@ -33,6 +33,11 @@
 // per-call stack probe, see `syntax`): its code names `alloc`.
 extern crate alloc;
 
+// Unit tests that share code with the integration tests and benches (the
+// policy generator, `benches/common/gen.rs`) name the crate `mcppol::`.
+#[cfg(test)]
+extern crate self as mcppol;
+
 // Every module is private: what a host uses is re-exported below, so an
 // internal rename is never a breaking change.
 // Claude Code's permission hook, run by `mcppol claude-hook`.
@@ -62,29 +67,26 @@ mod limits;
 mod lint;
 mod listing;
 // The governed call and MCP on the wire: public modules of their own (a
-// host API with many types), compiled with the `pipeline` feature. Their
-// items are not all documented yet (the pipeline branch's to finish):
-// `missing_docs` is allowed there only.
+// host API with many types), compiled with the `pipeline` feature.
 #[cfg(feature = "pipeline")]
-#[allow(missing_docs)]
 pub mod mcp;
 mod paths;
 #[cfg(feature = "pipeline")]
-#[allow(missing_docs)]
 pub mod pipeline;
 mod policy;
+#[cfg(all(feature = "cli", feature = "pipeline"))]
+mod proxy;
 #[cfg(feature = "store")]
 mod store;
-// Not API: reachable from outside only through the hidden `__private`.
-#[allow(missing_docs)]
 mod syntax;
 #[cfg(feature = "cli")]
 mod testing;
 mod uri;
 
-/// The README's Rust examples, compiled and run as doc tests.
+/// The README's Rust examples, compiled and run as doc tests (they use
+/// the store and the pipeline, so only in a build with them).
 #[doc = include_str!("../README.md")]
-#[cfg(doctest)]
+#[cfg(all(doctest, feature = "pipeline"))]
 pub struct ReadmeDoctests;
 
 /// The pipeline guide's Rust examples, compiled and run as doc tests.
@@ -101,7 +103,7 @@ pub use diagnostics::codes::{
 };
 pub use diagnostics::{render_all, Diagnostic, LoadError, Severity, SourceFile};
 pub use eval::explain::{ExplainStep, Explanation, Note, Outcome, Stage};
-pub use eval::{Decision, Reason, Request, Source, Tri, Verdict};
+pub use eval::{Decision, ParamsError, Reason, Request, Source, ToolCallParams, Tri, Verdict};
 pub use fingerprint::{fingerprint, FingerprintError, Lock, ToolApproval};
 pub use fmt::{format, FmtError};
 pub use host::{HostPredicate, HostPredicates};
@@ -114,17 +116,6 @@ pub use store::{
     SUBSCRIBER_BACKLOG,
 };
 pub use syntax::{Span, TargetKind, MAX_FILE_BYTES};
-
-/// Internals that the parser's tests (`tests/parser.rs`,
-/// `tests/editor_grammar.rs`) compare against the grammar: the AST, the
-/// keyword table and the parse entry points. Not part of the API; hidden
-/// because those tests check the grammar through them and cannot through
-/// the public surface.
-#[doc(hidden)]
-#[allow(missing_docs)]
-pub mod __private {
-    pub use crate::syntax::{differential, keywords, parse, File, Item};
-}
 
 /// The command line, for the `mcppol` binary only: not part of the API.
 #[cfg(feature = "cli")]

@@ -3,7 +3,7 @@
 //! regex budget in `compile`, the line length and listing bounds in `mcp`,
 //! the schema bounds in `pipeline::schema`). `docs/security.md` lists every
 //! bound with what happens when it is exceeded (a clear error, never a
-//! crash, a hang or wider access), and `tests/limits.rs` exceeds each one.
+//! crash, a hang or wider access), and `tests/suite/limits.rs` exceeds each one.
 
 /// The most rule statements one policy file may hold (over all its
 /// policies): a file with more does not load

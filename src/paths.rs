@@ -70,7 +70,52 @@ pub fn is_within(path: &str, root: &str) -> bool {
 
 /// Whether `value` is a string path inside `root` (canonical).
 pub fn inside(value: &str, root: &str) -> bool {
-    canonicalize(value, root).is_ok_and(|p| is_within(&p, root))
+    match inside_ascii(value, root) {
+        Some(inside) => inside,
+        None => canonicalize(value, root).is_ok_and(|p| is_within(&p, root)),
+    }
+}
+
+/// Segments an ASCII path is canonicalized in without allocating.
+const STACK_SEGMENTS: usize = 32;
+
+/// [`inside`] for an ASCII path of up to [`STACK_SEGMENTS`] segments,
+/// without building the canonical path: NFC leaves ASCII as it is, and the
+/// canonical path is inside the root exactly when its segments begin with
+/// the root's. `None` for any other path (then [`canonicalize`] decides).
+fn inside_ascii(value: &str, root: &str) -> Option<bool> {
+    if !value.is_ascii() {
+        return None;
+    }
+    if value.bytes().any(|b| b == 0 || b == b'\\') {
+        return Some(false);
+    }
+    fn push<'a>(segments: &mut [&'a str], len: &mut usize, s: &'a str) -> Option<()> {
+        *segments.get_mut(*len)? = s;
+        *len += 1;
+        Some(())
+    }
+    let mut segments: [&str; STACK_SEGMENTS] = [""; STACK_SEGMENTS];
+    let mut len = 0;
+    if !value.starts_with('/') {
+        for s in root.split('/').filter(|s| !s.is_empty()) {
+            push(&mut segments, &mut len, s)?;
+        }
+    }
+    for segment in value.split('/') {
+        match segment {
+            "" | "." => {}
+            ".." => len = len.saturating_sub(1),
+            s => push(&mut segments, &mut len, s)?,
+        }
+    }
+    let path = segments.get(..len)?;
+    let mut rest = path.iter();
+    Some(
+        root.split('/')
+            .filter(|s| !s.is_empty())
+            .all(|r| rest.next() == Some(&r)),
+    )
 }
 
 #[cfg(test)]
@@ -134,6 +179,41 @@ mod tests {
             canonical_root("srv//sandbox/"),
             Ok("/srv/sandbox".to_string())
         );
+    }
+
+    /// The ASCII path without allocating agrees with canonicalizing.
+    #[test]
+    fn ascii_paths_agree_with_canonicalize() {
+        let parts = ["", ".", "..", "a", "b", "srv", "sandbox", "sandboxed", "~"];
+        let roots = ["/", "/srv", "/srv/sandbox", "/a/b"];
+        let mut checked = 0;
+        for lead in ["", "/"] {
+            for x in parts {
+                for y in parts {
+                    for z in parts {
+                        for tail in ["", "/"] {
+                            let path = format!("{lead}{x}/{y}/{z}{tail}");
+                            for root in roots {
+                                let slow =
+                                    canonicalize(&path, root).is_ok_and(|p| is_within(&p, root));
+                                assert_eq!(
+                                    inside_ascii(&path, root),
+                                    Some(slow),
+                                    "{path} in {root}"
+                                );
+                                checked += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 10_000);
+        assert_eq!(inside_ascii("/srv/sandbox/a\\b", ROOT), Some(false));
+        assert_eq!(inside_ascii("/srv/sandbox/\u{e9}", ROOT), None);
+        let deep = "/srv/sandbox".to_string() + &"/a".repeat(40);
+        assert_eq!(inside_ascii(&deep, ROOT), None);
+        assert!(inside(&deep, ROOT));
     }
 
     #[test]

@@ -8,12 +8,15 @@
 #![cfg(feature = "pipeline")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+// Its own binary (not in tests/suite): it reads the process's RSS, which
+// other tests running beside it in one binary would move.
+#[path = "suite/common/mod.rs"]
 mod common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use mcppol::mcp::memory::text_result;
+use mcppol::mcp::text_result;
 use mcppol::mcp::{FakeServer, MemoryTransport};
 use mcppol::pipeline::*;
 use mcppol::{LoadOptions, Store};

@@ -13,8 +13,8 @@
 use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
-use mcppol::mcp::jsonrpc::Message;
-use mcppol::mcp::{ConnectOptions, Connection, LineReader, Transport};
+use mcppol::fuzzing::mcp::{LineReader, Message};
+use mcppol::mcp::{ConnectOptions, Connection, Transport};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 const MAX_LINE: usize = 256;
@@ -59,7 +59,7 @@ fuzz_target!(|data: &[u8]| {
                     assert!(line.len() <= 16 && !line.contains(&b'\n'), "{line:?}");
                 }
                 Ok(None) => break,
-                Err(mcppol::mcp::FrameError::TooLong { .. }) => {}
+                Err(mcppol::fuzzing::mcp::FrameError::TooLong { .. }) => {}
                 Err(e) => panic!("reading a slice failed: {e}"),
             }
         }

@@ -12,6 +12,8 @@ mod fmt;
 mod inputs;
 mod listing;
 mod lock;
+#[cfg(feature = "pipeline")]
+mod proxy;
 mod request_args;
 mod request_file;
 mod table;
@@ -69,6 +71,10 @@ enum Command {
     /// Rewrite policy files in the one canonical layout (comments kept), or
     /// with --check list those that are not.
     Fmt(fmt::FmtArgs),
+    #[cfg(feature = "pipeline")]
+    /// Enforce a policy in front of a stdio MCP server: relay JSON-RPC
+    /// between the host (stdin/stdout) and the server command after `--`.
+    Proxy(Box<proxy::ProxyArgs>),
     /// Claude Code's permission hook: decide a PreToolUse event read on
     /// stdin, record taint on PostToolUse, clear it on SessionEnd; or print
     /// the settings.json block that installs it.
@@ -134,6 +140,8 @@ pub fn main() -> ExitCode {
         Command::Table(args) => table::run(args),
         Command::Lock(args) => lock::run(args),
         Command::Fmt(args) => fmt::run(args),
+        #[cfg(feature = "pipeline")]
+        Command::Proxy(args) => proxy::run(*args),
         Command::ClaudeHook(args) => claude_hook::run(args),
     };
     ExitCode::from(status)

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use crate::diagnostics::{Diagnostic, LoadError, Severity, SourceFile};
 use crate::host::HostPredicates;
 use crate::policy::{
-    CompiledRegex, Cond, Policy, PolicySet, Rule, RuleList, SettingSpans, Target, TargetIndex,
-    Test, VisPattern, Visibility,
+    CompiledRegex, Cond, Lookup, Policy, PolicySet, Rule, RuleList, SettingSpans, Target,
+    VisPattern, Visibility,
 };
 use crate::syntax::{self, Effect, Item, PolicyAst, RuleAst, SettingAst, Span, TargetKind};
 
@@ -127,6 +127,11 @@ impl Compiler<'_> {
             .unwrap_or_default()
     }
 
+    /// The 1-based line of a span's start.
+    fn line_of(&self, span: Span) -> u32 {
+        u32::try_from(self.source.line_of(span.start)).unwrap_or(u32::MAX)
+    }
+
     fn policy(&mut self, ast: &PolicyAst) -> Policy {
         let settings_ast: Vec<_> = ast
             .items
@@ -140,8 +145,8 @@ impl Compiler<'_> {
 
         let mut visibility: Option<Visibility> = None;
         let mut lists: [RuleList; 3] = Default::default();
+        let mut index: [Lookup; 3] = Default::default();
         let mut named: HashMap<&str, Span> = HashMap::new();
-        let mut uses_annotations = false;
         for item in &ast.items {
             match item {
                 Item::Tools(block) => {
@@ -185,15 +190,17 @@ impl Compiler<'_> {
                     let list = &mut lists[rule.effect.node.index()];
                     let number = list.rules.len();
                     if let Some(compiled) = self.rule(rule, number) {
-                        uses_annotations |=
-                            compiled.condition.as_ref().is_some_and(reads_annotations);
-                        let kind = compiled.kind;
-                        let list = &mut lists[rule.effect.node.index()];
-                        let index = &mut list.index[kind.index()];
+                        let effect = rule.effect.node;
+                        let lookup = &mut index[compiled.kind.index()];
                         for target in &compiled.targets {
-                            index.insert(&target.matcher, number as u32);
+                            lookup.insert(
+                                effect.index(),
+                                number as u32,
+                                &target.matcher,
+                                effect != Effect::Allow,
+                            );
                         }
-                        list.rules.push(compiled);
+                        lists[effect.index()].rules.push(compiled);
                     } else {
                         // Keep numbering stable: a placeholder would be wrong
                         // to decide with, but the file does not load anyway.
@@ -205,17 +212,25 @@ impl Compiler<'_> {
                 Item::Setting(_) => {}
             }
         }
+        for lookup in &mut index {
+            lookup.freeze();
+        }
+        let trusted_servers = match &settings.trusted {
+            crate::policy::Trusted::Servers(set) => set.iter().cloned().collect(),
+            _ => Default::default(),
+        };
         Policy {
             name: ast.name.node.clone(),
             shared_name: Arc::from(ast.name.node.as_str()),
             settings,
             visibility,
             lists,
+            index,
+            trusted_servers,
             source: Arc::clone(self.source),
             span: ast.span,
             name_span: ast.name.span,
             setting_spans: setting_spans(&settings_ast),
-            uses_annotations,
         }
     }
 
@@ -276,22 +291,19 @@ impl Compiler<'_> {
             targets: targets?,
             condition,
             span: ast.span,
+            line: self.line_of(ast.span),
         })
     }
 
     fn visibility(&mut self, block: &syntax::ToolsBlock) -> Visibility {
-        let mut include = TargetIndex::default();
-        let mut exclude = TargetIndex::default();
+        let mut lookup = Lookup::default();
         let mut patterns = Vec::new();
         for entry in &block.entries {
             for target in &entry.targets {
                 if let Some(t) = self.target(target, !entry.include) {
-                    let index = if entry.include {
-                        &mut include
-                    } else {
-                        &mut exclude
-                    };
-                    index.insert(&t.matcher, patterns.len() as u32);
+                    // Exclude patterns are list 0 (loose), include list 2 (exact).
+                    let list = if entry.include { 2 } else { 0 };
+                    lookup.insert(list, patterns.len() as u32, &t.matcher, !entry.include);
                     patterns.push(VisPattern {
                         text: t.text,
                         span: t.span,
@@ -299,9 +311,9 @@ impl Compiler<'_> {
                 }
             }
         }
+        lookup.freeze();
         Visibility {
-            include,
-            exclude,
+            lookup,
             patterns,
             span: block.span,
         }
@@ -330,6 +342,7 @@ fn setting_spans(asts: &[&SettingAst]) -> SettingSpans {
 /// A rule that failed to compile, kept only so later rules keep their
 /// numbers while the rest of the file is checked.
 fn placeholder(ast: &RuleAst, number: usize) -> Rule {
+    // Never decides (the file does not load): no line needed.
     Rule {
         id: Arc::from(format!("{}:{number}", ast.effect.node.as_str())),
         effect: ast.effect.node,
@@ -337,24 +350,6 @@ fn placeholder(ast: &RuleAst, number: usize) -> Rule {
         targets: Vec::new(),
         condition: None,
         span: ast.span,
-    }
-}
-
-fn reads_annotations(cond: &Cond) -> bool {
-    match cond {
-        Cond::And(parts) | Cond::Or(parts) => parts.iter().any(reads_annotations),
-        Cond::Not(inner) => reads_annotations(inner),
-        Cond::Pred(p) => matches!(
-            &p.test,
-            Test::Annotation(_)
-                | Test::Compare {
-                    operand: crate::policy::Operand::Annotation(_),
-                    ..
-                }
-                | Test::In {
-                    operand: crate::policy::Operand::Annotation(_),
-                    ..
-                }
-        ),
+        line: 0,
     }
 }

@@ -7,16 +7,17 @@
 //! whole condition is `Failed` matches if it is a deny or ask rule and does
 //! not if it is an allow rule, so a failure never widens access.
 
+use std::cell::Cell;
 use std::cmp::Ordering;
 use std::ops::ControlFlow;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use serde_json::{Number, Value};
+use serde_json::{Map, Number, Value};
 
 use super::sink::{HostCall, Reached, Sink};
 use super::Request;
 use crate::paths;
-use crate::policy::{AnnotationKey, Cond, Operand, Pred, Quantifier, Step, Test};
+use crate::policy::{AnnotationKey, Cond, Operand, Policy, Pred, Quantifier, Step, Test};
 use crate::syntax::CompareOp;
 
 /// A truth value that may be unknown.
@@ -41,11 +42,14 @@ impl From<bool> for Tri {
     }
 }
 
-/// What conditions read about one request, computed once.
+/// What conditions read about one request, computed once, when first
+/// read.
 pub(crate) struct Facts<'r> {
     pub request: &'r Request<'r>,
-    /// Effective annotations, in `AnnotationKey` order.
-    pub annotations: [bool; 4],
+    policy: &'r Policy,
+    /// Effective annotations, in `AnnotationKey` order, once a condition
+    /// has read one.
+    annotations: Cell<Option<[bool; 4]>>,
 }
 
 fn key_slot(key: AnnotationKey) -> usize {
@@ -53,26 +57,56 @@ fn key_slot(key: AnnotationKey) -> usize {
 }
 
 impl<'r> Facts<'r> {
-    /// `trusted`: whether the server's own hints are believed.
-    pub fn new(request: &'r Request<'r>, trusted: bool, needs_annotations: bool) -> Self {
-        let mut annotations = AnnotationKey::ALL.map(|(_, k)| k.conservative());
-        if needs_annotations && trusted {
-            if let Some(Value::Object(hints)) = request.annotations {
-                for (_, key) in AnnotationKey::ALL {
-                    if let Some(Value::Bool(b)) = hints.get(key.hint()) {
-                        annotations[key_slot(key)] = *b;
-                    }
-                }
-            }
-        }
+    pub fn new(policy: &'r Policy, request: &'r Request<'r>) -> Self {
         Facts {
             request,
-            annotations,
+            policy,
+            annotations: Cell::new(None),
         }
     }
 
+    /// The effective annotations: the server's own hints if the policy or
+    /// the host trusts it, else the conservative values.
+    fn effective_annotations(&self) -> [bool; 4] {
+        let mut annotations = AnnotationKey::ALL.map(|(_, k)| k.conservative());
+        if !super::trusts(self.policy, self.request) {
+            return annotations;
+        }
+        if let Some(Value::Object(hints)) = self.request.annotations {
+            for (_, key) in AnnotationKey::ALL {
+                if let Some(Value::Bool(b)) = get_key(hints, key.hint()) {
+                    annotations[key_slot(key)] = *b;
+                }
+            }
+        }
+        annotations
+    }
+
     pub(crate) fn annotation(&self, key: AnnotationKey) -> bool {
-        self.annotations[key_slot(key)]
+        let annotations = match self.annotations.get() {
+            Some(a) => a,
+            None => {
+                let a = self.effective_annotations();
+                self.annotations.set(Some(a));
+                a
+            }
+        };
+        annotations[key_slot(key)]
+    }
+}
+
+/// Objects of up to this many keys are searched key by key: comparing a
+/// few short keys is cheaper than hashing one (`serde_json` keeps keys in
+/// order, in an `IndexMap` hashed with SipHash).
+const SCAN_KEYS: usize = 16;
+
+/// `map[key]`, without hashing for a small object.
+#[inline]
+fn get_key<'v>(map: &'v Map<String, Value>, key: &str) -> Option<&'v Value> {
+    if map.len() <= SCAN_KEYS {
+        map.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
+    } else {
+        map.get(key)
     }
 }
 
@@ -181,7 +215,7 @@ fn json_eq(a: &Value, b: &Value) -> bool {
         (Value::Object(x), Value::Object(y)) => {
             x.len() == y.len()
                 && x.iter()
-                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+                    .all(|(k, v)| get_key(y, k).is_some_and(|w| json_eq(v, w)))
         }
         _ => a == b,
     }
@@ -326,7 +360,7 @@ fn walk<'v>(
         return visit(Slot::Found(Leaf::Json(value)));
     };
     match (step, value) {
-        (Step::Key(k), Value::Object(map)) => match map.get(&**k) {
+        (Step::Key(k), Value::Object(map)) => match get_key(map, k) {
             Some(v) => walk(v, rest, flatten, depth, visit),
             None => visit(Slot::Missing),
         },

@@ -151,9 +151,11 @@ impl Decision {
     /// Names the policy that decided, and the line of the deciding rule.
     pub(crate) fn made_by(mut self, policy: &crate::Policy) -> Self {
         self.policy = Some(Arc::clone(&policy.shared_name));
-        self.line = self
-            .rule_span
-            .map(|span| u32::try_from(policy.source.line_of(span.start)).unwrap_or(u32::MAX));
+        if self.line.is_none() {
+            self.line = self
+                .rule_span
+                .map(|span| u32::try_from(policy.source.line_of(span.start)).unwrap_or(u32::MAX));
+        }
         self
     }
 

@@ -8,6 +8,7 @@ pub mod explain;
 pub mod owned;
 mod request;
 pub(crate) mod sink;
+mod wire;
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -16,12 +17,13 @@ pub use condition::Tri;
 pub(crate) use condition::{compare_numbers, eval as eval_condition, Facts, MAX_LIST_NESTING};
 pub use decision::{Decision, Reason, Source, Verdict};
 pub use request::Request;
+pub use wire::{ParamsError, ToolCallParams};
 
 use crate::fingerprint::ToolApproval;
 use crate::policy::{
+    hits_of,
     names::{fold_name, Folded},
-    target_index::in_file_order,
-    DefaultDecision, Hits, Policy, Rule,
+    Cand, Cands, DefaultDecision, Hits, Policy, Query, Rule,
 };
 use crate::syntax::{Effect, TargetKind};
 use sink::{RuleSeen, Sink};
@@ -43,6 +45,17 @@ impl<'r> Names<'r> {
             name,
             folded_server: fold_name(server),
             folded_name: fold_name(name),
+        }
+    }
+
+    /// The names as the index reads them.
+    pub fn query(&self) -> Query<'_> {
+        Query {
+            server: self.server,
+            name: self.name,
+            folded_server: &self.folded_server,
+            folded_name: &self.folded_name,
+            unfolded: self.folded_server.is_unchanged() && self.folded_name.is_unchanged(),
         }
     }
 }
@@ -121,26 +134,26 @@ fn passed_over<S: Sink>(
     }
 }
 
-/// The first rule of a deny or ask list (loose targets) that matches.
+/// The first rule of a deny or ask list (loose targets) that matches;
+/// `cands` are the request's candidates of every list, in file order.
 fn first_loose<'p, S: Sink>(
     policy: &'p Policy,
     effect: Effect,
     kind: TargetKind,
-    names: &Names<'_>,
+    cands: &[Cand],
     facts: &Facts<'_>,
     sink: &mut S,
 ) -> Option<(&'p Rule, Match)> {
     let list = policy.list(effect);
-    let mut hits = Hits::new();
-    list.index(kind).collect(
-        &names.folded_server,
-        &names.folded_name,
-        names.name,
-        &mut hits,
-    );
-    in_file_order(&mut hits);
+    let which = effect.index();
     let mut next = 0;
-    for &i in &hits {
+    let mut last = None;
+    for c in cands.iter().filter(|c| c.list() == which) {
+        let i = c.number();
+        if last == Some(i) {
+            continue;
+        }
+        last = Some(i);
         let Some(rule) = list.rules.get(i as usize) else {
             continue;
         };
@@ -170,32 +183,36 @@ fn first_loose<'p, S: Sink>(
 
 /// The first allow rule (exact targets) that matches. For a new tool only
 /// targets with both segments literal count.
+#[allow(clippy::too_many_arguments)]
 fn first_allow<'p, S: Sink>(
     policy: &'p Policy,
     kind: TargetKind,
-    names: &Names<'_>,
+    cands: &[Cand],
+    query: &Query<'_>,
     facts: &Facts<'_>,
     exact_only: bool,
     sink: &mut S,
 ) -> Option<&'p Rule> {
     let list = policy.list(Effect::Allow);
-    let mut hits = Hits::new();
-    let index = list.index(kind);
-    if exact_only {
-        index.collect_exact(names.server, names.name, &mut hits);
-    } else {
-        index.collect(names.server, names.name, names.name, &mut hits);
-    }
-    in_file_order(&mut hits);
+    let which = Effect::Allow.index();
+    let index = policy.index(kind);
     // For an observer: the rules a target names at all, so that a rule
     // left out for a new tool reads as skipped, not as not named.
     let mut named = Hits::new();
     if S::ON && exact_only {
-        index.collect(names.server, names.name, names.name, &mut named);
+        named = hits_of(cands, which, |c| index.admits(c, query, false));
     }
     let skipped = |i: u32| named.contains(&i);
     let mut next = 0;
-    for &i in &hits {
+    let mut last = None;
+    for &c in cands.iter().filter(|c| c.list() == which) {
+        let i = c.number();
+        // A rule with several targets has an entry for each: it is tried
+        // once, if any of them matches.
+        if last == Some(i) || !index.admits(c, query, exact_only) {
+            continue;
+        }
+        last = Some(i);
         let Some(rule) = list.rules.get(i as usize) else {
             continue;
         };
@@ -222,7 +239,7 @@ fn by_rule(verdict: Verdict, source: Source, reason: Reason, rule: &Rule) -> Dec
         reason,
         rule_id: Some(Arc::clone(&rule.id)),
         policy: None,
-        line: None,
+        line: Some(rule.line),
         rule_span: Some(rule.span),
     }
 }
@@ -230,7 +247,7 @@ fn by_rule(verdict: Verdict, source: Source, reason: Reason, rule: &Rule) -> Dec
 /// Whether the request's server's annotations are believed.
 pub(crate) fn trusts(policy: &Policy, request: &Request<'_>) -> bool {
     request.kind == TargetKind::Tool
-        && (request.server_trusted || policy.settings.trusted.contains(request.server))
+        && (request.server_trusted || policy.trusts_server(request.server))
 }
 
 /// Decides one request against one policy.
@@ -279,24 +296,22 @@ pub(crate) fn run<S: Sink>(policy: &Policy, request: &Request<'_>, sink: &mut S)
         sink.normalized(policy, request, &name);
     }
     let names = Names::new(request.server, &name);
+    let query = names.query();
     if kind == TargetKind::Tool {
         let mut hits = Hits::new();
-        let shown = policy.visibility_folded(
-            names.server,
-            names.name,
-            &names.folded_server,
-            &names.folded_name,
-            &mut hits,
-        );
+        let shown = policy.visibility_folded(&query, &mut hits);
         sink.visibility(policy, request, shown, &hits);
         if !shown.visible() {
             return Decision::new(Verdict::Deny, Source::Visibility, Reason::Hidden);
         }
     }
     let approver = request.approver_available();
-    let facts = Facts::new(request, trusts(policy, request), policy.uses_annotations);
+    let facts = Facts::new(policy, request);
+    // Every candidate rule of the three lists, in file order: one search.
+    let mut cands = Cands::new();
+    policy.index(kind).candidates(&query, &mut cands);
 
-    if let Some((rule, m)) = first_loose(policy, Effect::Deny, kind, &names, &facts, sink) {
+    if let Some((rule, m)) = first_loose(policy, Effect::Deny, kind, &cands, &facts, sink) {
         let reason = match m {
             Match::Yes => Reason::DenyRule,
             Match::Failed => Reason::PredicateFailed,
@@ -314,7 +329,7 @@ pub(crate) fn run<S: Sink>(policy: &Policy, request: &Request<'_>, sink: &mut S)
             return Decision::new(verdict, Source::Pin, Reason::DefinitionChanged);
         }
     }
-    if let Some((rule, m)) = first_loose(policy, Effect::Ask, kind, &names, &facts, sink) {
+    if let Some((rule, m)) = first_loose(policy, Effect::Ask, kind, &cands, &facts, sink) {
         return match (approver, m) {
             (false, _) => by_rule(Verdict::Deny, Source::Ask, Reason::NoApprover, rule),
             (true, Match::Yes) => by_rule(Verdict::Ask, Source::Ask, Reason::AskRule, rule),
@@ -326,7 +341,7 @@ pub(crate) fn run<S: Sink>(policy: &Policy, request: &Request<'_>, sink: &mut S)
     let exact_only = kind == TargetKind::Tool
         && request.approval == ToolApproval::New
         && !settings.allow_new_tools;
-    if let Some(rule) = first_allow(policy, kind, &names, &facts, exact_only, sink) {
+    if let Some(rule) = first_allow(policy, kind, &cands, &query, &facts, exact_only, sink) {
         return by_rule(Verdict::Allow, Source::Allow, Reason::AllowRule, rule);
     }
     let verdict = match settings.default {
@@ -397,13 +412,14 @@ mod tests {
                         for server in servers {
                             for name in names {
                                 let (fs, fname) = (fold(server), fold(name));
-                                let mut hits = Hits::new();
-                                if loose {
-                                    list.index(kind).collect(&fs, &fname, name, &mut hits);
-                                } else {
-                                    list.index(kind).collect(server, name, name, &mut hits);
-                                }
-                                in_file_order(&mut hits);
+                                let names = Names::new(server, name);
+                                let query = names.query();
+                                let index = policy.index(kind);
+                                let mut cands = Cands::new();
+                                index.candidates(&query, &mut cands);
+                                let hits = hits_of(&cands, effect.index(), |c| {
+                                    index.admits(c, &query, false)
+                                });
                                 let named: Vec<u32> = (0..list.rules.len() as u32)
                                     .filter(|&i| {
                                         let rule = &list.rules[i as usize];
@@ -423,9 +439,9 @@ mod tests {
                                     "{effect:?} {kind:?} {server}/{name}"
                                 );
                                 if !loose {
-                                    let mut exact = Hits::new();
-                                    list.index(kind).collect_exact(server, name, &mut exact);
-                                    in_file_order(&mut exact);
+                                    let exact = hits_of(&cands, effect.index(), |c| {
+                                        index.admits(c, &query, true)
+                                    });
                                     let want: Vec<u32> = named
                                         .iter()
                                         .copied()

@@ -13,7 +13,11 @@ pub enum FrameError {
     /// dropped (up to its newline, or the end of the stream), so the next
     /// read starts at the next line.
     #[error("a line of more than {max} bytes")]
-    TooLong { max: usize },
+    TooLong {
+        /// The bound the line went over.
+        max: usize,
+    },
+    /// The stream failed.
     #[error("reading failed: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -27,6 +31,7 @@ pub struct LineReader<R> {
 }
 
 impl<R: AsyncBufRead + Unpin> LineReader<R> {
+    /// Reads lines from `inner`, none longer than `max` bytes.
     pub fn new(inner: R, max: usize) -> Self {
         LineReader {
             inner,

@@ -9,7 +9,9 @@ use serde_json::{Map, Value};
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Id {
+    /// A numeric id (this client's own requests use these).
     Number(i64),
+    /// A string id.
     String(String),
 }
 
@@ -22,26 +24,41 @@ impl std::fmt::Display for Id {
     }
 }
 
-/// The standard JSON-RPC error codes.
+/// The standard JSON-RPC error codes, for an [`RpcError`] a
+/// [`RequestHandler`](super::RequestHandler) or a scripted server answers
+/// with.
 pub mod codes {
+    /// The message is not JSON.
     pub const PARSE_ERROR: i64 = -32700;
+    /// The JSON is not a valid request object.
     pub const INVALID_REQUEST: i64 = -32600;
+    /// The method does not exist or is not supported.
     pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// The method's params are invalid (MCP also uses it for an unknown
+    /// tool, resource or prompt).
     pub const INVALID_PARAMS: i64 = -32602;
+    /// The receiver failed while handling the request.
     pub const INTERNAL_ERROR: i64 = -32603;
 }
 
-/// The `error` member of a response.
+/// The `error` member of a response: what a server answered instead of
+/// a result (in [`McpError::Rpc`](super::McpError::Rpc)), or what a
+/// [`RequestHandler`](super::RequestHandler) answers a server with.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
 #[error("JSON-RPC error {code}: {message}")]
 pub struct RpcError {
+    /// The error code (see [`codes`] for the standard ones).
     pub code: i64,
+    /// A short description. From a server it is untrusted text: show it,
+    /// never log it as if it were the client's own.
     pub message: String,
+    /// Extra data the sender attached, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
 }
 
 impl RpcError {
+    /// An error with `code` and `message` and no data.
     pub fn new(code: i64, message: impl Into<String>) -> Self {
         RpcError {
             code,
@@ -50,6 +67,8 @@ impl RpcError {
         }
     }
 
+    /// The "method not found" error ([`codes::METHOD_NOT_FOUND`]) for
+    /// `method`.
     pub fn method_not_found(method: &str) -> Self {
         RpcError::new(
             codes::METHOD_NOT_FOUND,
@@ -61,42 +80,58 @@ impl RpcError {
 /// A request: a method, its params, and the id the answer will carry.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Request {
+    /// The id the answer will carry.
     pub id: Id,
+    /// The method (`tools/call`, `ping`, ...).
     pub method: String,
+    /// The params (an object or a list), if any.
     pub params: Option<Value>,
 }
 
-/// A notification: a method and params, no answer.
+/// A notification: a method and params, no answer. What
+/// [`Transport::subscribe`](super::Transport::subscribe) hands on from a
+/// server (`notifications/tools/list_changed`, progress, logging, ...).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Notification {
+    /// The method (`notifications/tools/list_changed`, ...).
     pub method: String,
+    /// The params, if any.
     pub params: Option<Value>,
 }
 
 /// A response: the request's id and a result or an error.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Response {
+    /// The id of the request it answers.
     pub id: Id,
+    /// The result, or the error.
     pub outcome: Result<Value, RpcError>,
 }
 
 /// One message on the wire.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Message {
+    /// A request (it has an id and a method).
     Request(Request),
+    /// A notification (a method, no id).
     Notification(Notification),
+    /// A response (an id, a result or an error).
     Response(Response),
 }
 
 /// Why a line is not a JSON-RPC message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MessageError {
+    /// The line does not parse as JSON.
     #[error("the line is not JSON")]
     NotJson,
+    /// The JSON is not an object (a batch, a bare value).
     #[error("a JSON-RPC message is an object (batches are not part of MCP)")]
     NotAnObject,
+    /// `jsonrpc` is missing or not `"2.0"`.
     #[error("`jsonrpc` is not \"2.0\"")]
     BadVersion,
+    /// A member has the wrong type, or the members do not make a message.
     #[error("bad message: {0}")]
     Malformed(&'static str),
 }

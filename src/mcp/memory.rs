@@ -59,6 +59,8 @@ pub fn text_result(text: &str) -> Value {
 }
 
 impl FakeServer {
+    /// A server with no tools, resources or prompts, speaking the newest
+    /// protocol version, with `tools.listChanged` among its capabilities.
     pub fn new() -> Self {
         FakeServer {
             script: Arc::new(Mutex::new(Script::default())),
@@ -286,6 +288,8 @@ pub struct MemoryTransport {
 }
 
 impl MemoryTransport {
+    /// A transport to `server` (already "connected": there is no handshake
+    /// to run).
     pub fn new(server: FakeServer) -> Self {
         MemoryTransport { server }
     }

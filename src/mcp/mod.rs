@@ -3,19 +3,27 @@
 //! a transport over a child process's stdio, and an in-memory one with a
 //! scripted server for tests.
 
-pub mod connection;
-pub mod framing;
-pub mod jsonrpc;
-pub mod memory;
-pub mod stdio;
-pub mod transport;
+// The modules are the crate's own; what a host uses is re-exported below.
+pub(crate) mod connection;
+pub(crate) mod framing;
+pub(crate) mod jsonrpc;
+pub(crate) mod memory;
+pub(crate) mod stdio;
+pub(crate) mod transport;
 
 pub use connection::{ConnectOptions, Connection, DEFAULT_MAX_PENDING, MAX_SERVER_REQUESTS};
-pub use framing::{FrameError, LineReader, DEFAULT_MAX_LINE_BYTES};
-pub use jsonrpc::{Id, Message, Notification, RpcError};
-pub use memory::{FakeServer, MemoryTransport};
+pub use framing::DEFAULT_MAX_LINE_BYTES;
+pub use jsonrpc::{codes, Notification, RpcError};
+pub use memory::{text_result, FakeServer, MemoryTransport, ToolHandler, MAX_RECORDED};
 pub use stdio::StdioTransport;
 pub use transport::{
     BoxFuture, DefaultHandler, McpError, Page, RequestHandler, ServerInfo, Transport,
-    PROTOCOL_VERSIONS,
+    MAX_LIST_ITEMS, MAX_PAGES, PROTOCOL_VERSIONS,
 };
+
+// The wire format itself (messages, ids, line framing) is not API: the
+// crate's own connection and proxy use it.
+#[allow(unused_imports)]
+pub(crate) use framing::{FrameError, LineReader};
+#[allow(unused_imports)]
+pub(crate) use jsonrpc::{Id, Message};

@@ -26,6 +26,27 @@ pub struct StdioTransport {
 impl StdioTransport {
     /// Starts `command` with piped stdin and stdout and runs the
     /// handshake. A child that fails the handshake is killed.
+    ///
+    /// # Errors
+    ///
+    /// [`McpError::Transport`] when the command cannot start; the
+    /// handshake's errors (a protocol version this client does not speak,
+    /// no answer within `options.request_timeout`, a closed pipe).
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use mcppol::mcp::{ConnectOptions, StdioTransport, Transport};
+    /// use tokio::process::Command;
+    ///
+    /// # async fn run() -> Result<(), mcppol::mcp::McpError> {
+    /// let mut command = Command::new("npx");
+    /// command.args(["-y", "@modelcontextprotocol/server-filesystem", "/srv/work"]);
+    /// let server = StdioTransport::spawn(command, ConnectOptions::default()).await?;
+    /// println!("{} tools", server.list_all_tools().await?.len());
+    /// server.shutdown(Duration::from_secs(2)).await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn spawn(mut command: Command, options: ConnectOptions) -> Result<Self, McpError> {
         command
             .stdin(Stdio::piped())

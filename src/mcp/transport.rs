@@ -25,6 +25,7 @@ pub const MAX_LIST_ITEMS: usize = 10_000;
 
 /// Why a request got no usable answer.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum McpError {
     /// The server answered with a JSON-RPC error.
     #[error("the server answered with error {}: {}", .0.code, .0.message)]
@@ -46,16 +47,24 @@ pub enum McpError {
 pub struct ServerInfo {
     /// The negotiated protocol version.
     pub protocol_version: String,
+    /// The server's `capabilities` object (`{}` when it sent none).
     pub capabilities: Value,
     /// `serverInfo`: name, version, ...
     pub info: Value,
     /// Instructions for the model, as the server sent them (untrusted: see
-    /// `pipeline::shape::instructions` before showing them to a model).
+    /// [`shape_instructions`](crate::pipeline::shape_instructions) and
+    /// [`Pipeline::instructions`](crate::pipeline::Pipeline::instructions)
+    /// before showing them to a model).
     pub instructions: Option<String>,
 }
 
 impl ServerInfo {
     /// Reads an `initialize` result, checking the protocol version.
+    ///
+    /// # Errors
+    ///
+    /// [`McpError::Protocol`] when `protocolVersion` is missing or is not
+    /// one of [`PROTOCOL_VERSIONS`].
     pub fn from_initialize(result: &Value) -> Result<ServerInfo, McpError> {
         let version = result
             .get("protocolVersion")
@@ -82,13 +91,43 @@ impl ServerInfo {
 /// One page of a listing.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Page {
+    /// The page's items (tools, resources or prompts), as the server sent
+    /// them.
     pub items: Vec<Value>,
+    /// The cursor of the next page; `None` on the last one.
     pub next_cursor: Option<String>,
 }
 
 /// Answers the requests a server sends to the client (`ping`,
 /// `roots/list`, `sampling/createMessage`, `elicitation/create`, ...).
+/// Set it in [`ConnectOptions::handler`](super::ConnectOptions::handler);
+/// the default, [`DefaultHandler`], answers `ping` only.
+///
+/// ```
+/// use mcppol::mcp::{BoxFuture, RequestHandler, RpcError};
+/// use serde_json::{json, Value};
+///
+/// /// Tells the server which folders the client works in.
+/// struct Roots;
+///
+/// impl RequestHandler for Roots {
+///     fn handle(&self, method: String, _params: Option<Value>)
+///         -> BoxFuture<'static, Result<Value, RpcError>>
+///     {
+///         Box::pin(async move {
+///             match method.as_str() {
+///                 "ping" => Ok(json!({})),
+///                 "roots/list" => Ok(json!({"roots": [{"uri": "file:///srv/work"}]})),
+///                 _ => Err(RpcError::method_not_found(&method)),
+///             }
+///         })
+///     }
+/// }
+/// ```
 pub trait RequestHandler: Send + Sync + 'static {
+    /// Answers one request: `method` and its `params`, a result or an
+    /// error for the server. It runs in its own task; a slow answer does
+    /// not hold up the connection.
     fn handle(
         &self,
         method: String,
@@ -116,11 +155,39 @@ impl RequestHandler for DefaultHandler {
     }
 }
 
-/// A connection to one MCP server.
+/// A connection to one MCP server: what the [`Pipeline`](crate::pipeline::Pipeline)
+/// (and the proxy) needs, whatever carries the messages.
 ///
 /// Implementors provide [`Transport::request`], [`Transport::notify`],
 /// [`Transport::subscribe`] and [`Transport::server`]; the MCP methods are
-/// built on them.
+/// built on them. The crate has three: [`StdioTransport`](super::StdioTransport)
+/// (a child process), [`Connection`](super::Connection) (any pair of byte
+/// streams) and [`MemoryTransport`](super::MemoryTransport) (a scripted
+/// server, for tests).
+///
+/// # Errors
+///
+/// Every request ends in an [`McpError`]: the server's own JSON-RPC error
+/// ([`McpError::Rpc`]), a broken protocol, a failed connection, or no
+/// answer in time. Listings are bounded ([`MAX_PAGES`], [`MAX_LIST_ITEMS`]).
+///
+/// ```
+/// use mcppol::mcp::{text_result, FakeServer, MemoryTransport, Transport};
+/// use serde_json::json;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
+/// let server = FakeServer::new()
+///     .tool(json!({"name": "echo"}), |args| Ok(text_result(&args["text"].to_string())));
+/// let transport = MemoryTransport::new(server);
+///
+/// let tools = transport.list_all_tools().await?;
+/// assert_eq!(tools[0]["name"], "echo");
+/// let result = transport.call_tool("echo", json!({"text": "hi"}), None).await?;
+/// assert_eq!(result["content"][0]["text"], "\"hi\"");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub trait Transport: Send + Sync {
     /// Sends a request and waits for its result.
     fn request<'a>(
@@ -143,7 +210,12 @@ pub trait Transport: Send + Sync {
     /// What the server said in the handshake.
     fn server(&self) -> &ServerInfo;
 
-    /// One page of `tools/list`.
+    /// One page of `tools/list` (`cursor`: where the previous page ended).
+    ///
+    /// # Errors
+    ///
+    /// The request's own errors, and [`McpError::Protocol`] when the
+    /// result has no `tools` list or a `nextCursor` that is not a string.
     fn list_tools<'a>(&'a self, cursor: Option<&'a str>) -> BoxFuture<'a, Result<Page, McpError>> {
         Box::pin(list_page(self, "tools/list", "tools", cursor))
     }
@@ -154,6 +226,7 @@ pub trait Transport: Send + Sync {
         Box::pin(list_all(self, "tools/list", "tools"))
     }
 
+    /// One page of `resources/list`, as [`Transport::list_tools`].
     fn list_resources<'a>(
         &'a self,
         cursor: Option<&'a str>,
@@ -161,10 +234,12 @@ pub trait Transport: Send + Sync {
         Box::pin(list_page(self, "resources/list", "resources", cursor))
     }
 
+    /// Every resource, as [`Transport::list_all_tools`].
     fn list_all_resources(&self) -> BoxFuture<'_, Result<Vec<Value>, McpError>> {
         Box::pin(list_all(self, "resources/list", "resources"))
     }
 
+    /// One page of `prompts/list`, as [`Transport::list_tools`].
     fn list_prompts<'a>(
         &'a self,
         cursor: Option<&'a str>,
@@ -172,6 +247,7 @@ pub trait Transport: Send + Sync {
         Box::pin(list_page(self, "prompts/list", "prompts", cursor))
     }
 
+    /// Every prompt, as [`Transport::list_all_tools`].
     fn list_all_prompts(&self) -> BoxFuture<'_, Result<Vec<Value>, McpError>> {
         Box::pin(list_all(self, "prompts/list", "prompts"))
     }

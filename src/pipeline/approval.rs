@@ -20,8 +20,11 @@ pub const MAX_GRANTS: usize = 100_000;
 
 /// What the approver sees: the exact call that will be sent.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ApprovalRequest {
+    /// The server's id.
     pub server: String,
+    /// The tool's name as the server lists it.
     pub tool: String,
     /// The final arguments, as they will be sent.
     pub arguments: Value,
@@ -31,6 +34,8 @@ pub struct ApprovalRequest {
     pub fingerprint: Option<String>,
     /// The decision that asks (source `ask`, `pin` or `default`).
     pub decision: Decision,
+    /// Who the call is for and the rest of its context (`hook_id` is
+    /// empty).
     pub ctx: HookCtx,
 }
 
@@ -50,7 +55,28 @@ pub enum Approval {
 /// A person (or a program standing in for one) that settles asks. It runs
 /// in its own task under a deadline (default 60 s); an error, a panic or
 /// the deadline is a deny with `ask_failed`. It cannot change the call.
+///
+/// Any `Fn(ApprovalRequest) -> impl Future<Output = Result<Approval, String>>`
+/// is an approver:
+///
+/// ```
+/// use mcppol::pipeline::{Approval, ApprovalRequest, Approver};
+///
+/// fn approver() -> impl Approver {
+///     |request: ApprovalRequest| async move {
+///         // A real approver asks a person, showing the exact arguments.
+///         if request.tool.starts_with("write_") && request.ctx.principal.is_some() {
+///             Ok(Approval::AllowOnce)
+///         } else {
+///             Ok(Approval::Deny("not approved".to_string()))
+///         }
+///     }
+/// }
+/// # let _ = approver();
+/// ```
 pub trait Approver: Send + Sync + 'static {
+    /// Asks about one call. `Err` (with a message for the caller, never
+    /// logged) is a failure: the call is denied with `ask_failed`.
     fn ask(&self, request: ApprovalRequest) -> BoxFuture<'static, Result<Approval, String>>;
 }
 
@@ -87,10 +113,12 @@ impl Clock for SystemClock {
 pub struct ManualClock(Mutex<Duration>);
 
 impl ManualClock {
+    /// A clock standing at `start` (time since the Unix epoch).
     pub fn new(start: Duration) -> Self {
         ManualClock(Mutex::new(start))
     }
 
+    /// Moves the clock forward by `by`.
     pub fn advance(&self, by: Duration) {
         let mut now = self.0.lock().unwrap_or_else(|p| p.into_inner());
         *now = now.saturating_add(by);
@@ -106,15 +134,21 @@ impl Clock for ManualClock {
 /// What a grant is for. Without a principal, grants are per pipeline.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct GrantKey {
+    /// Whom the grant is for (`None`: calls made without a principal).
     pub principal: Option<String>,
+    /// The server's id.
     pub server: String,
+    /// The tool's name.
     pub tool: String,
+    /// The tool definition's fingerprint when it was granted: a changed
+    /// definition does not match, so it is asked again.
     pub fingerprint: String,
 }
 
 /// A live grant.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Grant {
+    /// What it grants.
     pub key: GrantKey,
     /// When it expires (since the Unix epoch, by the store's clock).
     pub expires: Duration,
@@ -155,6 +189,9 @@ impl Default for MemoryGrants {
 }
 
 impl MemoryGrants {
+    /// An empty store reading time from `clock` (a [`ManualClock`] in
+    /// tests; [`MemoryGrants::default`] uses the [`SystemClock`]). It keeps
+    /// at most [`MAX_GRANTS`] grants.
     pub fn new(clock: Arc<dyn Clock>) -> Self {
         MemoryGrants {
             clock,

@@ -76,8 +76,11 @@ impl CommandHookOptions {
 /// A settings file that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{origin}: {message}")]
+#[non_exhaustive]
 pub struct SettingsError {
+    /// The settings file (or the origin name given for the text).
     pub origin: String,
+    /// What is wrong with it, and how to fix it.
     pub message: String,
 }
 

@@ -7,6 +7,7 @@ use crate::Decision;
 
 /// What went wrong, broadly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ErrorKind {
     /// An unknown tool, or one hidden by the visibility filter (the two
     /// cannot be told apart).
@@ -26,6 +27,8 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    /// The kind's word (`not_found`, `denied`, `hook`, `protocol`,
+    /// `transport`, `timeout`): how a [`CallError`] displays it.
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorKind::NotFound => "not_found",
@@ -40,6 +43,7 @@ impl ErrorKind {
 
 /// How a hook failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum HookFailure {
     /// It panicked.
     Panic,
@@ -53,6 +57,7 @@ pub enum HookFailure {
 }
 
 impl HookFailure {
+    /// `panic`, `error`, `timeout` or `bad_return`.
     pub fn as_str(self) -> &'static str {
         match self {
             HookFailure::Panic => "panic",
@@ -65,13 +70,18 @@ impl HookFailure {
 
 /// How asking the approver failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum AskFailure {
+    /// The approver panicked.
     Panic,
+    /// It returned an error.
     Error,
+    /// It did not answer before its deadline.
     Timeout,
 }
 
 impl AskFailure {
+    /// `panic`, `error` or `timeout`.
     pub fn as_str(self) -> &'static str {
         match self {
             AskFailure::Panic => "panic",
@@ -83,6 +93,7 @@ impl AskFailure {
 
 /// Why, precisely: the contract's reason words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ErrorReason {
     /// `not_found`: no such tool, resource or prompt (or it is hidden).
     UnknownTool,
@@ -143,10 +154,27 @@ impl ErrorReason {
     }
 }
 
-/// A governed request that did not produce a result.
+/// A governed request that did not produce a result: a [`ErrorKind`] to
+/// branch on broadly, an [`ErrorReason`] to match precisely, and what is
+/// known about who said no.
+///
+/// ```
+/// use mcppol::pipeline::{CallError, ErrorKind, ErrorReason};
+///
+/// fn retry_later(err: &CallError) -> bool {
+///     matches!(err.kind, ErrorKind::Timeout | ErrorKind::Transport)
+/// }
+///
+/// let err = CallError::new(ErrorKind::Timeout, ErrorReason::NoAnswer);
+/// assert!(retry_later(&err));
+/// assert_eq!(err.to_string(), "timeout: no_answer");
+/// ```
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct CallError {
+    /// What went wrong, broadly.
     pub kind: ErrorKind,
+    /// Why, precisely.
     pub reason: ErrorReason,
     /// The hook that denied or failed.
     pub hook_id: Option<String>,
@@ -160,6 +188,8 @@ pub struct CallError {
 }
 
 impl CallError {
+    /// An error of `kind` and `reason` with nothing else known (what an
+    /// around hook returns to fail the send).
     pub fn new(kind: ErrorKind, reason: ErrorReason) -> Self {
         CallError {
             kind,
@@ -171,20 +201,25 @@ impl CallError {
         }
     }
 
+    /// The `not_found` error of an unknown or hidden tool (the two cannot
+    /// be told apart).
     pub fn not_found() -> Self {
         CallError::new(ErrorKind::NotFound, ErrorReason::UnknownTool)
     }
 
+    /// With a message for the caller (never logged).
     pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
         self.detail = Some(detail.into());
         self
     }
 
+    /// With the id of the hook that denied or failed.
     pub fn with_hook(mut self, id: &str) -> Self {
         self.hook_id = Some(id.to_string());
         self
     }
 
+    /// With the policy decision behind it.
     pub fn with_decision(mut self, d: Decision) -> Self {
         self.decision = Some(Box::new(d));
         self

@@ -32,12 +32,20 @@ pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The event a hook runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Event {
+    /// Before a tool call, ahead of validation and policy ([`Hook::before`]).
     BeforeCall,
+    /// After a tool call returned a result, error results included
+    /// ([`Hook::after`]).
     AfterCall,
+    /// When a tool call ended in an error ([`Hook::failed`]).
     CallFailed,
+    /// When tools are listed, on the tools the hook matches ([`Hook::listed`]).
     ToolsListed,
+    /// Before a resource read ([`Hook::resource`]).
     ResourceRead,
+    /// Before a prompt get ([`Hook::prompt`]).
     PromptGet,
     /// Around the send (not one of the six events: it wraps the request to
     /// the server, after policy and approval).
@@ -45,6 +53,7 @@ pub enum Event {
 }
 
 impl Event {
+    /// The event's name in telemetry (`before_call`, `after_call`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             Event::BeforeCall => "before_call",
@@ -59,9 +68,13 @@ impl Event {
 }
 
 /// What a hook could not do: an error it returned. Its text is never
-/// logged (it may quote arguments or results).
+/// logged (it may quote arguments or results). Any `Display` error
+/// converts into one, so a hook can use `?`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HookError(pub String);
+pub struct HookError(
+    /// What went wrong, for the host's own debugging.
+    pub String,
+);
 
 impl<E: std::fmt::Display> From<E> for HookError {
     fn from(e: E) -> Self {
@@ -88,7 +101,10 @@ pub enum Before {
     /// `no_approver`). A deny or ask from policy stands as it is. How
     /// Claude-style command hooks say `ask` (`crate::pipeline::command_hooks`).
     Ask {
+        /// Why the hook wants a person to decide (for the host; the
+        /// pipeline neither logs nor acts on it).
         reason: String,
+        /// The call with other arguments or meta, as for `Rewrite`.
         rewrite: Option<ToolCall>,
     },
     /// Not permitted (no hook can allow): fails the call as a bad return.
@@ -101,7 +117,9 @@ pub enum Before {
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum After {
+    /// Keep the result as it is.
     Continue,
+    /// Use this result instead (the next after-hook sees it).
     Replace(ToolResult),
 }
 
@@ -109,6 +127,7 @@ pub enum After {
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Failed {
+    /// Leave the error as it is (the next failure hook sees it).
     Continue,
     /// Turn the error into this result and end the chain.
     Recover(ToolResult),
@@ -117,6 +136,7 @@ pub enum Failed {
 /// A listing hook's answer.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Listed {
+    /// Keep the tools as given.
     Continue,
     /// These tools instead of the ones given: each must be one of them
     /// (same name), each at most once. Missing ones are dropped.
@@ -126,7 +146,10 @@ pub enum Listed {
 /// A resource hook's answer.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Gate {
+    /// Go on with the read (policy still decides).
     Continue,
+    /// Fail the read (`denied`, `hook_denied`), with a message for the
+    /// caller.
     Deny(String),
     /// Not permitted: a bad return.
     Allow,
@@ -135,9 +158,12 @@ pub enum Gate {
 /// A prompt hook's answer.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PromptGate {
+    /// Go on with the prompt get as it is (policy still decides).
     Continue,
     /// Go on with these arguments.
     Rewrite(Option<Value>),
+    /// Fail the get (`denied`, `hook_denied`), with a message for the
+    /// caller.
     Deny(String),
     /// Not permitted: a bad return.
     Allow,
@@ -204,29 +230,57 @@ impl HookFn {
 /// skipped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OnError {
+    /// The failure counts: an after-hook's result is withheld, a failure
+    /// hook's original error stands.
     #[default]
     Fail,
+    /// The hook is skipped as if it had answered `Continue` (only for
+    /// after and failure hooks).
     Ignore,
 }
 
 /// The level of a matcher in the onion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Level {
+pub(crate) enum Level {
+    /// Every request (outermost).
     Global,
+    /// Every tool of some servers.
     Server,
+    /// Some tools (innermost).
     Tool,
 }
 
-/// Which requests a hook runs on.
+/// Which requests a hook runs on. Build one with [`Matcher::pattern`],
+/// [`Matcher::regex`] or [`Matcher::All`].
+///
+/// ```
+/// use mcppol::pipeline::Matcher;
+///
+/// let m = Matcher::pattern("github/create_*");
+/// assert!(m.matches("GitHub", "create-issue")); // compared loosely
+/// assert!(!m.matches("github", "delete_repo"));
+/// assert!(Matcher::pattern("read_file").matches("any-server", "read_file"));
+/// ```
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum Matcher {
     /// Every request.
     All,
-    /// Segment globs, folded.
-    Target { server: Glob, name: Glob },
+    /// Segment globs, folded (made by [`Matcher::pattern`]).
+    Target {
+        /// The server glob.
+        server: Glob,
+        /// The tool (URI, prompt) glob.
+        name: Glob,
+    },
     /// A server glob (folded) and a regex on the name (tried on the raw
-    /// and the folded name).
-    Regex { server: Glob, name: Regex },
+    /// and the folded name; made by [`Matcher::regex`]).
+    Regex {
+        /// The server glob.
+        server: Glob,
+        /// The regex on the name.
+        name: Regex,
+    },
 }
 
 impl Matcher {
@@ -247,7 +301,12 @@ impl Matcher {
         }
     }
 
-    /// A server glob and a regex on the name.
+    /// A server glob and a regex on the name (the regex compiles with a
+    /// 1 MiB size limit).
+    ///
+    /// # Errors
+    ///
+    /// [`HookSpecError::BadRegex`] when the regex does not compile.
     pub fn regex(server: &str, name: &str) -> Result<Matcher, HookSpecError> {
         let re = regex::RegexBuilder::new(name)
             .size_limit(1 << 20)
@@ -263,7 +322,7 @@ impl Matcher {
     }
 
     /// The matcher's level in the onion.
-    pub fn level(&self) -> Level {
+    pub(crate) fn level(&self) -> Level {
         match self {
             Matcher::All => Level::Global,
             Matcher::Target { server, name } => match (server, name) {
@@ -290,7 +349,41 @@ impl Matcher {
     }
 }
 
-/// One hook: an id, a matcher, its code and its options.
+/// One hook: an id, a matcher, its code and its options. Make one with
+/// the constructor of its event ([`Hook::before`], [`Hook::after`],
+/// [`Hook::failed`], [`Hook::listed`], [`Hook::resource`],
+/// [`Hook::prompt`], [`Hook::around`]), set its options, and hand it to
+/// [`PipelineBuilder::hook`](super::PipelineBuilder::hook).
+///
+/// ```
+/// use std::time::Duration;
+/// use mcppol::pipeline::{After, Before, Hook, Matcher, OnError, ToolResult};
+///
+/// // Refuses writes outside a folder before policy even runs.
+/// let sandbox = Hook::before("sandbox", Matcher::pattern("fs/write_*"), |call, _ctx| async move {
+///     let path = call.arguments["path"].as_str().unwrap_or_default();
+///     Ok(if path.starts_with("/srv/work/") {
+///         Before::Continue
+///     } else {
+///         Before::Deny(format!("{path} is outside /srv/work"))
+///     })
+/// })
+/// .priority(-10)
+/// .timeout(Duration::from_millis(200));
+///
+/// // Redacts a secret from every result; if it fails, the result is
+/// // still shown (the default would withhold it).
+/// let redact = Hook::after("redact", Matcher::All, |_call, result: ToolResult, _ctx| async move {
+///     let text = result.joined_text();
+///     Ok(if text.contains("sk-") {
+///         After::Replace(ToolResult::text(text.replace("sk-", "[redacted]-")))
+///     } else {
+///         After::Continue
+///     })
+/// })
+/// .on_error(OnError::Ignore);
+/// # let _ = (sandbox, redact);
+/// ```
 #[derive(Clone)]
 pub struct Hook {
     pub(crate) id: Arc<str>,
@@ -440,10 +533,12 @@ impl Hook {
         self
     }
 
+    /// The hook's id (unique in a pipeline; in telemetry and errors).
     pub fn id(&self) -> &str {
         &self.id
     }
 
+    /// The event it runs on.
     pub fn event(&self) -> Event {
         self.func.event()
     }
@@ -451,24 +546,37 @@ impl Hook {
 
 /// A hook list that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum HookSpecError {
+    /// Two hooks have this id.
     #[error("hook ids must be unique: `{0}` is used twice (rename one)")]
     DuplicateId(String),
+    /// A hook's id is empty.
     #[error("a hook has an empty id (give every hook a name)")]
     EmptyId,
+    /// This hook is not an after or failure hook, yet says
+    /// [`OnError::Ignore`].
     #[error("hook `{0}`: on_error ignore is only for after and failure hooks (a before, listing, resource or prompt hook that fails always fails closed)")]
     IgnoreNotAllowed(String),
+    /// This hook's timeout is zero.
     #[error("hook `{0}`: a zero timeout (give it at least 1 ms)")]
     ZeroTimeout(String),
+    /// The pipeline's server id contains `/`.
     #[error("server id `{0}` contains `/` (a server id never does; pick another)")]
     BadServer(String),
+    /// A [`Matcher::regex`] that does not compile.
     #[error("bad regex `{pattern}`: {error}")]
-    BadRegex { pattern: String, error: String },
+    BadRegex {
+        /// The regex as given.
+        pattern: String,
+        /// Why it does not compile.
+        error: String,
+    },
 }
 
 /// Hooks by event, each list in run order.
 #[derive(Debug, Clone, Default)]
-pub struct Hooks {
+pub(crate) struct Hooks {
     pub(crate) before: Vec<Arc<Hook>>,
     pub(crate) after: Vec<Arc<Hook>>,
     pub(crate) failed: Vec<Arc<Hook>>,
@@ -480,7 +588,7 @@ pub struct Hooks {
 
 impl Hooks {
     /// Checks and orders hooks (in declaration order).
-    pub fn new(hooks: Vec<Hook>) -> Result<Hooks, HookSpecError> {
+    pub(crate) fn new(hooks: Vec<Hook>) -> Result<Hooks, HookSpecError> {
         let mut seen = HashSet::new();
         for h in &hooks {
             if h.id.is_empty() {
@@ -518,19 +626,10 @@ impl Hooks {
         Ok(out)
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.before.is_empty()
-            && self.after.is_empty()
-            && self.failed.is_empty()
-            && self.listed.is_empty()
-            && self.resource.is_empty()
-            && self.prompt.is_empty()
-            && self.around.is_empty()
-    }
-
     /// The ids of the hooks that run on `event` for `server`/`name`, in
-    /// run order.
-    pub fn order(&self, event: Event, server: &str, name: &str) -> Vec<String> {
+    /// run order (what the onion tests check).
+    #[cfg(test)]
+    pub(crate) fn order(&self, event: Event, server: &str, name: &str) -> Vec<String> {
         let list = match event {
             Event::BeforeCall => &self.before,
             Event::AfterCall => &self.after,

@@ -14,13 +14,15 @@
 //! failing listing hook fails the listing; a failing approver denies with
 //! `ask_failed`. No hook can allow: policy is the only allow authority.
 
-pub mod approval;
+// The modules are the crate's own; what a host uses is re-exported below.
+// `command_hooks` (Claude Code's command hooks) is a namespace of its own.
+pub(crate) mod approval;
 pub mod command_hooks;
-pub mod error;
-pub mod hooks;
-pub mod schema;
-pub mod shape;
-pub mod types;
+pub(crate) mod error;
+pub(crate) mod hooks;
+pub(crate) mod schema;
+pub(crate) mod shape;
+pub(crate) mod types;
 
 mod run;
 
@@ -35,15 +37,18 @@ use tokio::sync::broadcast;
 pub use crate::limits::{MAX_ARGUMENT_BYTES, MAX_ARGUMENT_DEPTH, MAX_TOOL_DEFINITION_BYTES};
 pub use approval::{
     Approval, ApprovalRequest, Approver, Clock, Grant, GrantKey, Grants, ManualClock, MemoryGrants,
-    SystemClock, DEFAULT_ASK_TIMEOUT, DEFAULT_GRANT_TTL,
+    SystemClock, DEFAULT_ASK_TIMEOUT, DEFAULT_GRANT_TTL, MAX_GRANTS,
 };
 pub use error::{AskFailure, CallError, ErrorKind, ErrorReason, HookFailure};
+pub(crate) use hooks::Hooks;
 pub use hooks::{
-    After, Before, Event, Failed, Gate, Hook, HookError, HookSpecError, Hooks, Listed, Matcher,
-    Next, OnError, PromptGate, DEFAULT_HOOK_TIMEOUT,
+    After, Before, Event, Failed, Gate, Hook, HookError, HookSpecError, Listed, Matcher, Next,
+    OnError, PromptGate, DEFAULT_HOOK_TIMEOUT,
 };
-pub use schema::SchemaState;
-pub use shape::{shape_instructions, shape_result, DEFAULT_MAX_RESULT_BYTES};
+pub(crate) use schema::SchemaState;
+pub use shape::{
+    shape_instructions, shape_result, DEFAULT_MAX_RESULT_BYTES, MAX_INSTRUCTIONS_BYTES,
+};
 pub use types::{
     args_digest, CallOptions, HookCtx, Provenance, ShapeFlag, ToolCall, ToolResult, WITHHELD_TEXT,
 };
@@ -56,8 +61,15 @@ use crate::{Lock, Policy};
 #[derive(Clone)]
 pub enum PolicySource {
     /// A named policy of a [`Store`]: each request takes one snapshot and
-    /// uses it from start to end, so hot reload keeps working.
-    Store { store: Arc<Store>, name: String },
+    /// uses it from start to end, so hot reload keeps working. While no
+    /// policy of that name is loaded, every request is denied
+    /// (`no_policy`) and listings are empty.
+    Store {
+        /// The store.
+        store: Arc<Store>,
+        /// The policy's name in it.
+        name: String,
+    },
     /// One compiled policy.
     Fixed(Arc<Policy>),
 }
@@ -70,6 +82,27 @@ impl PolicySource {
         }
     }
 }
+
+/// One governed request's decision, as the pipeline's observer sees it
+/// (an audit log): the policy's decision and how an ask was settled.
+#[derive(Debug, Clone, Copy)]
+pub struct DecisionRecord<'a> {
+    /// The server's id.
+    pub server: &'a str,
+    /// `tool`, `resource` or `prompt`.
+    pub kind: &'a str,
+    /// The tool or prompt name, or the resource URI.
+    pub name: Option<&'a str>,
+    /// The policy's decision (for an ask, before it was settled).
+    pub decision: &'a crate::Decision,
+    /// `none`, `grant`, `once`, `always`, `denied`, `halted` or `failed`.
+    pub approval: &'static str,
+    /// `sha256:` of the canonical arguments (tools and prompts with arguments).
+    pub args_digest: Option<&'a str>,
+}
+
+/// Called with every decision record (see [`PipelineBuilder::observer`]).
+pub type DecisionObserver = Arc<dyn Fn(&DecisionRecord<'_>) + Send + Sync>;
 
 /// Where approved fingerprints come from.
 #[derive(Debug, Clone, Default)]
@@ -92,6 +125,7 @@ pub struct Validation {
 }
 
 impl Validation {
+    /// Both checks on (the default is both off).
     pub fn on() -> Self {
         Validation {
             arguments: true,
@@ -142,9 +176,17 @@ pub struct PipelineBuilder {
     baseline: Baseline,
     trusted: bool,
     max_result_bytes: usize,
+    observer: Option<DecisionObserver>,
 }
 
 impl PipelineBuilder {
+    /// Called with each governed request's decision (after approval), on
+    /// the request's task: keep it quick.
+    pub fn observer(mut self, observer: DecisionObserver) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
     /// Hooks, in declaration order.
     pub fn hooks(mut self, hooks: Vec<Hook>) -> Self {
         self.hooks = hooks;
@@ -170,11 +212,16 @@ impl PipelineBuilder {
         self
     }
 
+    /// How long the approver has to answer (default 60 s,
+    /// [`DEFAULT_ASK_TIMEOUT`]); past it the call is denied with
+    /// `ask_failed`.
     pub fn ask_timeout(mut self, t: Duration) -> Self {
         self.ask_timeout = t;
         self
     }
 
+    /// How long an `allow always` grant lives (default 24 h,
+    /// [`DEFAULT_GRANT_TTL`]).
     pub fn grant_ttl(mut self, t: Duration) -> Self {
         self.grant_ttl = t;
         self
@@ -192,11 +239,17 @@ impl PipelineBuilder {
         self
     }
 
+    /// Which schemas are checked (default: none). While a check is on, a
+    /// tool whose schema is unsafe is left out of listings and calling it
+    /// fails with `unsafe_schema`.
     pub fn validation(mut self, v: Validation) -> Self {
         self.validation = v;
         self
     }
 
+    /// Where approved tool fingerprints come from (default: the first
+    /// listing); a tool whose definition differs from its approved one is
+    /// asked again (`definition_changed`).
     pub fn baseline(mut self, b: Baseline) -> Self {
         self.baseline = b;
         self
@@ -215,7 +268,14 @@ impl PipelineBuilder {
         self
     }
 
-    /// Checks the hooks and builds the pipeline.
+    /// Checks the hooks and builds the pipeline. Nothing is sent to the
+    /// server yet: the first request lists its tools.
+    ///
+    /// # Errors
+    ///
+    /// A [`HookSpecError`]: two hooks with one id, an empty id, a zero
+    /// timeout, `on_error: ignore` on a hook that must fail closed, or a
+    /// server id with `/`.
     pub fn build(self) -> Result<Pipeline, HookSpecError> {
         let hooks = Hooks::new(self.hooks)?;
         let changes = self.transport.subscribe();
@@ -241,6 +301,7 @@ impl PipelineBuilder {
             baseline_kind: self.baseline,
             trusted: self.trusted,
             max_result_bytes: self.max_result_bytes,
+            observer: self.observer,
             catalog: RwLock::new(None),
             first_listing: RwLock::new(None),
             changes: Mutex::new(changes),
@@ -249,7 +310,52 @@ impl PipelineBuilder {
     }
 }
 
-/// The governed client of one MCP server.
+/// The governed client of one MCP server: every tool call, resource read
+/// and prompt get through visibility, hooks, validation, policy, approval
+/// and shaping (see the [module](self)). Cheap to share behind an `Arc`;
+/// calls may run concurrently.
+///
+/// ```
+/// use std::sync::Arc;
+/// use mcppol::mcp::{text_result, FakeServer, MemoryTransport};
+/// use mcppol::pipeline::{Approval, CallOptions, ErrorReason, Pipeline, PolicySource};
+/// use mcppol::PolicySet;
+/// use serde_json::json;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
+/// let set = PolicySet::from_text("gh.mcppol", r#"
+///     policy gh {
+///       ask   "gh/merge_*"
+///       allow "gh/get_*"
+///     }
+/// "#).map_err(|e| e.render(false))?;
+/// let server = FakeServer::new()
+///     .tool(json!({"name": "get_issue"}), |_| Ok(text_result("issue 7")))
+///     .tool(json!({"name": "merge_pr"}), |_| Ok(text_result("merged")));
+/// let gh = Pipeline::builder(
+///     "gh",
+///     Arc::new(MemoryTransport::new(server)),
+///     PolicySource::Fixed(set.get("gh").ok_or("no policy")?.clone()),
+/// )
+/// // Asks go to a person; this one approves once, for ann only.
+/// .approver(|req: mcppol::pipeline::ApprovalRequest| async move {
+///     Ok(match req.ctx.principal.as_deref() {
+///         Some("ann") => Approval::AllowOnce,
+///         _ => Approval::Deny("ask ann".into()),
+///     })
+/// })
+/// .build()?;
+///
+/// let ann = CallOptions::default().principal("ann");
+/// let bob = CallOptions::default().principal("bob");
+/// assert_eq!(gh.call_tool("get_issue", json!({}), &bob).await?.joined_text(), "issue 7");
+/// assert_eq!(gh.call_tool("merge_pr", json!({}), &ann).await?.joined_text(), "merged");
+/// let err = gh.call_tool("merge_pr", json!({}), &bob).await.unwrap_err();
+/// assert_eq!(err.reason, ErrorReason::AskDenied);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Pipeline {
     pub(crate) server: Arc<str>,
     pub(crate) transport: Arc<dyn Transport>,
@@ -265,6 +371,7 @@ pub struct Pipeline {
     pub(crate) baseline_kind: Baseline,
     pub(crate) trusted: bool,
     pub(crate) max_result_bytes: usize,
+    pub(crate) observer: Option<DecisionObserver>,
     pub(crate) catalog: RwLock<Option<Arc<Catalog>>>,
     /// The first listing's fingerprints, by tool name.
     pub(crate) first_listing: RwLock<Option<Arc<HashMap<String, String>>>>,
@@ -284,7 +391,9 @@ impl std::fmt::Debug for Pipeline {
 
 impl Pipeline {
     /// A pipeline for server `server` over `transport`, governed by
-    /// `policy`.
+    /// `policy`: set hooks, the approver and the options on the builder,
+    /// then [`PipelineBuilder::build`]. `server` is the id policy rules
+    /// name (`"gh/merge_*"`) and must not contain `/`.
     pub fn builder(
         server: &str,
         transport: Arc<dyn Transport>,
@@ -305,6 +414,7 @@ impl Pipeline {
             baseline: Baseline::default(),
             trusted: false,
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
+            observer: None,
         }
     }
 

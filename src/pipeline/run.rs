@@ -47,6 +47,33 @@ impl Approved {
     }
 }
 
+impl Pipeline {
+    /// The decision event, and the observer's record when one is set.
+    fn emit_decision(
+        &self,
+        kind: &str,
+        name: Option<&str>,
+        d: &Decision,
+        approved: Approved,
+        args: Option<&Value>,
+    ) {
+        // A resource's URI is request data: the event leaves it out.
+        let event_name = if kind == "resource" { None } else { name };
+        emit_decision(&self.server, kind, event_name, d, approved);
+        if let Some(observer) = &self.observer {
+            let digest = args.map(args_digest);
+            observer(&super::DecisionRecord {
+                server: &self.server,
+                kind,
+                name,
+                decision: d,
+                approval: approved.as_str(),
+                args_digest: digest.as_deref(),
+            });
+        }
+    }
+}
+
 fn emit_decision(server: &str, kind: &str, name: Option<&str>, d: &Decision, approved: Approved) {
     tracing::info!(
         target: "mcppol::decision",
@@ -441,7 +468,16 @@ impl Pipeline {
         Ok(tools.into_iter().map(|(_, d)| d).collect())
     }
 
-    /// Calls a tool through the whole pipeline.
+    /// Calls a tool through the whole pipeline (the steps are listed in
+    /// the [module](super) docs) and returns its result, shaped when
+    /// `opts` asks for it. A before-hook's halt answers without sending.
+    ///
+    /// # Errors
+    ///
+    /// A [`CallError`] of kind `not_found` (unknown or hidden tool),
+    /// `denied` (policy, a hook, the approver), `hook` (a hook failed, or
+    /// the arguments changed after approval), `protocol`, `transport` or
+    /// `timeout`, unless a failure hook recovered it.
     pub async fn call_tool(
         &self,
         name: &str,
@@ -586,12 +622,12 @@ impl Pipeline {
         // Policy on the final arguments.
         let Some(policy) = policy else {
             let d = Decision::no_policy();
-            emit_decision(
-                &self.server,
+            self.emit_decision(
                 "tool",
                 Some(&call.name),
                 &d,
                 Approved::NotAsked,
+                Some(&call.arguments),
             );
             return Err(CallError::denied(d));
         };
@@ -619,22 +655,22 @@ impl Pipeline {
         }
         let approved_digest = match decision.decision {
             Verdict::Deny => {
-                emit_decision(
-                    &self.server,
+                self.emit_decision(
                     "tool",
                     Some(&call.name),
                     &decision,
                     Approved::NotAsked,
+                    Some(&call.arguments),
                 );
                 return Err(CallError::denied(decision));
             }
             Verdict::Allow => {
-                emit_decision(
-                    &self.server,
+                self.emit_decision(
                     "tool",
                     Some(&call.name),
                     &decision,
                     Approved::NotAsked,
+                    Some(&call.arguments),
                 );
                 None
             }
@@ -691,15 +727,26 @@ impl Pipeline {
             .fingerprint
             .as_deref()
             .map(|fp| self.grant_key(principal, &call.name, fp));
-        let server = &self.server;
         let tool = Some(call.name.as_str());
         if key.as_ref().is_some_and(|k| self.grants.is_live(k)) {
-            emit_decision(server, "tool", tool, &decision, Approved::Grant);
+            self.emit_decision(
+                "tool",
+                tool,
+                &decision,
+                Approved::Grant,
+                Some(&call.arguments),
+            );
             return Ok(digest);
         }
         let Some(approver) = &self.approver else {
             // Unreachable through decide (no approver: never ask); closed anyway.
-            emit_decision(server, "tool", tool, &decision, Approved::Failed);
+            self.emit_decision(
+                "tool",
+                tool,
+                &decision,
+                Approved::Failed,
+                Some(&call.arguments),
+            );
             return Err(CallError::new(
                 ErrorKind::Denied,
                 ErrorReason::Policy(crate::Reason::NoApprover),
@@ -727,21 +774,33 @@ impl Pipeline {
             Ok(Ok(Ok(a))) => Ok(a),
         };
         let denied = |reason, approved, detail: Option<String>| {
-            emit_decision(server, "tool", tool, &decision, approved);
+            self.emit_decision("tool", tool, &decision, approved, Some(&call.arguments));
             let mut e = CallError::new(ErrorKind::Denied, reason).with_decision(decision.clone());
             e.detail = detail;
             e
         };
         match answer {
             Ok(Approval::AllowOnce) => {
-                emit_decision(server, "tool", tool, &decision, Approved::Once);
+                self.emit_decision(
+                    "tool",
+                    tool,
+                    &decision,
+                    Approved::Once,
+                    Some(&call.arguments),
+                );
                 Ok(digest)
             }
             Ok(Approval::AllowAlways) => {
                 if let Some(k) = key {
                     self.grants.record(k, self.grant_ttl);
                 }
-                emit_decision(server, "tool", tool, &decision, Approved::Always);
+                self.emit_decision(
+                    "tool",
+                    tool,
+                    &decision,
+                    Approved::Always,
+                    Some(&call.arguments),
+                );
                 Ok(digest)
             }
             Ok(Approval::Deny(r)) => Err(denied(ErrorReason::AskDenied, Approved::Denied, Some(r))),
@@ -871,13 +930,7 @@ impl Pipeline {
                 p.decide(&opts.apply(r))
             }
         };
-        emit_decision(
-            &self.server,
-            "resource",
-            None,
-            &decision,
-            Approved::NotAsked,
-        );
+        self.emit_decision("resource", Some(uri), &decision, Approved::NotAsked, None);
         if decision.decision != Verdict::Allow {
             return Err(CallError::denied(decision));
         }
@@ -941,12 +994,12 @@ impl Pipeline {
                 p.decide(&opts.apply(r))
             }
         };
-        emit_decision(
-            &self.server,
+        self.emit_decision(
             "prompt",
             Some(name),
             &decision,
             Approved::NotAsked,
+            arguments.as_ref(),
         );
         if decision.decision != Verdict::Allow {
             return Err(CallError::denied(decision));

@@ -10,8 +10,11 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+/// The deepest a schema may nest.
 pub const MAX_DEPTH: usize = 64;
+/// The most objects (subschemas) a schema may hold.
 pub const MAX_SUBSCHEMAS: usize = 1_000;
+/// The largest a schema may encode to.
 pub const MAX_SCHEMA_BYTES: usize = 256 * 1024;
 /// The most validation errors reported for one value.
 pub const MAX_REPORTED_ERRORS: usize = 10;
@@ -22,6 +25,7 @@ pub enum SchemaState {
     /// No schema.
     #[default]
     Absent,
+    /// Safe, and compiled.
     Ready(Arc<jsonschema::Validator>),
     /// Refused; why.
     Unsafe(String),
@@ -38,6 +42,7 @@ impl std::fmt::Debug for SchemaState {
 }
 
 impl SchemaState {
+    /// Whether the schema was refused.
     pub fn is_unsafe(&self) -> bool {
         matches!(self, SchemaState::Unsafe(_))
     }

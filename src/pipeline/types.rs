@@ -41,6 +41,7 @@ pub fn args_digest(arguments: &Value) -> String {
 
 /// A change shaping made to a result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum ShapeFlag {
     /// Bidirectional controls removed.
     Bidi,
@@ -57,6 +58,7 @@ pub enum ShapeFlag {
 }
 
 impl ShapeFlag {
+    /// The flag's word in `provenance` (`bidi`, `zero_width`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             ShapeFlag::Bidi => "bidi",
@@ -71,9 +73,13 @@ impl ShapeFlag {
 
 /// Where a shaped result came from and what shaping changed.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct Provenance {
+    /// The server's id.
     pub server: String,
+    /// Whether the result was cut at the size cap.
     pub truncated: bool,
+    /// Every change shaping made.
     pub flags: BTreeSet<ShapeFlag>,
 }
 
@@ -82,8 +88,13 @@ pub struct Provenance {
 pub struct ToolResult {
     /// Content blocks (`{"type": "text", "text": ...}`, images, ...).
     pub content: Vec<Value>,
+    /// `structuredContent`: a JSON value checked against the tool's
+    /// `outputSchema` when output validation is on.
     pub structured_content: Option<Value>,
+    /// `isError`: the tool ran and reports a failure (still a result, seen
+    /// by after-hooks, not a [`CallError`](super::CallError)).
     pub is_error: bool,
+    /// `_meta`, as the server sent it.
     pub meta: Option<Value>,
     /// Set by shaping.
     pub provenance: Option<Provenance>,
@@ -119,6 +130,11 @@ impl ToolResult {
     }
 
     /// Reads a `CallToolResult` object.
+    ///
+    /// # Errors
+    ///
+    /// [`McpError::Protocol`] when it is not an object, `content` is not a
+    /// list or `isError` is not a boolean.
     pub fn from_value(value: Value) -> Result<Self, McpError> {
         let Value::Object(mut obj) = value else {
             return Err(McpError::Protocol("a tool result is not an object".into()));
@@ -217,26 +233,31 @@ impl CallOptions {
         request
     }
 
+    /// For this principal.
     pub fn principal(mut self, p: &str) -> Self {
         self.principal = Some(p.to_string());
         self
     }
 
+    /// With these host data.
     pub fn assigns(mut self, a: Value) -> Self {
         self.assigns = Some(a);
         self
     }
 
+    /// With output of these servers in the model's context.
     pub fn taint(mut self, servers: &[&str]) -> Self {
         self.taint = servers.iter().map(|s| s.to_string()).collect();
         self
     }
 
+    /// Sending this `_meta`.
     pub fn meta(mut self, m: Value) -> Self {
         self.meta = Some(m);
         self
     }
 
+    /// Shaping the result for a model.
     pub fn shaped(mut self) -> Self {
         self.shape = true;
         self
@@ -246,11 +267,17 @@ impl CallOptions {
 /// What a hook (and the approver) knows about the request besides its
 /// payload. Cheap to clone.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct HookCtx {
+    /// The server's id.
     pub server: Arc<str>,
     /// The hook's id (empty for the approver).
     pub hook_id: Arc<str>,
+    /// Who the request is for ([`CallOptions::principal`]).
     pub principal: Option<Arc<str>>,
+    /// The host data of the request ([`CallOptions::assigns`]).
     pub assigns: Option<Arc<Value>>,
+    /// The servers whose output is in the model's context
+    /// ([`CallOptions::taint`]).
     pub taint: Arc<[String]>,
 }

@@ -11,8 +11,76 @@ use regex_automata::meta;
 /// are pooled per thread), so a regex written on many rules costs once.
 #[derive(Clone)]
 pub struct CompiledRegex {
-    re: Arc<meta::Regex>,
+    engine: Engine,
     source: Arc<str>,
+}
+
+/// How a regex is matched.
+#[derive(Clone)]
+enum Engine {
+    /// A plain literal, maybe anchored: a string test, no automaton built.
+    Plain(Plain),
+    Meta(Arc<meta::Regex>),
+}
+
+/// A literal regex as a string test: `/^lit$/`, `/^lit/`, `/lit$/`, `/lit/`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Plain {
+    Equal(Box<str>),
+    Prefix(Box<str>),
+    Suffix(Box<str>),
+    Contains(Box<str>),
+}
+
+impl Plain {
+    /// The test a regex is, if it is a literal: no metacharacter but a
+    /// leading `^` and a trailing `$`, escapes only of ASCII punctuation
+    /// (`\/`, `\.`; not `\<` or `\>`, which are word boundaries), and no
+    /// flags (a flag is written in a group, which is refused).
+    fn of(source: &str) -> Option<Plain> {
+        let (start, rest) = match source.strip_prefix('^') {
+            Some(rest) => (true, rest),
+            None => (false, source),
+        };
+        let mut literal = String::with_capacity(rest.len());
+        let mut end = false;
+        let mut chars = rest.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => match chars.next() {
+                    Some(e) if e.is_ascii_punctuation() && e != '<' && e != '>' => literal.push(e),
+                    _ => return None,
+                },
+                '$' if chars.as_str().is_empty() => end = true,
+                '.' | '+' | '*' | '?' | '(' | ')' | '|' | '[' | ']' | '{' | '}' | '^' | '$' => {
+                    return None
+                }
+                c => literal.push(c),
+            }
+        }
+        let literal = literal.into_boxed_str();
+        Some(match (start, end) {
+            (true, true) => Plain::Equal(literal),
+            (true, false) => Plain::Prefix(literal),
+            (false, true) => Plain::Suffix(literal),
+            (false, false) => Plain::Contains(literal),
+        })
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Plain::Equal(l) | Plain::Prefix(l) | Plain::Suffix(l) | Plain::Contains(l) => l.len(),
+        }
+    }
+
+    fn is_match(&self, text: &str) -> bool {
+        match self {
+            Plain::Equal(l) => super::glob::same(text.as_bytes(), l.as_bytes()),
+            Plain::Prefix(l) => super::glob::starts_with(text, l),
+            Plain::Suffix(l) => super::glob::ends_with(text, l),
+            Plain::Contains(l) => text.contains(&**l),
+        }
+    }
 }
 
 impl fmt::Debug for CompiledRegex {
@@ -34,13 +102,27 @@ impl CompiledRegex {
     /// Compiles `source` with the same syntax as the `regex` crate, its
     /// automata limited to `size_limit` bytes each.
     pub fn new(source: &str, size_limit: usize) -> Result<CompiledRegex, RegexError> {
+        if let Some(plain) = Plain::of(source) {
+            // Always a valid regex: literal characters, escapes the regex
+            // syntax allows for any ASCII punctuation but `<` and `>`, and
+            // the two anchors.
+            return Ok(CompiledRegex {
+                engine: Engine::Plain(plain),
+                source: source.into(),
+            });
+        }
+        // No full DFA: building one costs far more than the lazy DFA's
+        // searches save on a policy's short inputs, and `dfa-build` is on
+        // whenever another crate of the build (jsonschema's fancy-regex)
+        // asks for it, which tripled the cost of loading a policy.
         let config = meta::Config::new()
+            .dfa(false)
             .nfa_size_limit(Some(size_limit))
             .dfa_size_limit(Some(size_limit))
             .hybrid_cache_capacity(size_limit);
         match meta::Regex::builder().configure(config).build(source) {
             Ok(re) => Ok(CompiledRegex {
-                re: Arc::new(re),
+                engine: Engine::Meta(Arc::new(re)),
                 source: source.into(),
             }),
             Err(e) => Err(match (e.size_limit(), e.syntax_error()) {
@@ -52,7 +134,10 @@ impl CompiledRegex {
     }
 
     pub fn is_match(&self, text: &str) -> bool {
-        self.re.is_match(text)
+        match &self.engine {
+            Engine::Plain(plain) => plain.is_match(text),
+            Engine::Meta(re) => re.is_match(text),
+        }
     }
 
     /// The regex as written.
@@ -62,7 +147,10 @@ impl CompiledRegex {
 
     /// Heap bytes the compiled regex holds (not counting search caches).
     pub fn memory_usage(&self) -> usize {
-        self.re.memory_usage()
+        match &self.engine {
+            Engine::Plain(plain) => plain.len(),
+            Engine::Meta(re) => re.memory_usage(),
+        }
     }
 }
 
@@ -77,6 +165,77 @@ mod tests {
         assert!(!re.is_match("list"));
         assert_eq!(re.as_str(), r"(?i)^get_\w+$");
         assert!(re.memory_usage() > 0);
+        assert!(matches!(re.engine, Engine::Meta(_)));
+    }
+
+    /// A literal regex tested as a string agrees with the regex engine.
+    #[test]
+    fn plain_literals_agree_with_the_engine() {
+        let sources = [
+            "^get_",
+            "_repo$",
+            "^exact$",
+            "mid",
+            "^refs\\/heads\\/release-",
+            r"^a\.b$",
+            "^",
+            "$",
+            "^$",
+            "",
+            "é$",
+            "^Ab",
+        ];
+        let texts = [
+            "get_user",
+            "my_repo",
+            "exact",
+            "exactly",
+            "amid",
+            "refs/heads/release-1",
+            "a.b",
+            "axb",
+            "",
+            "café",
+            "Abc",
+            "abc",
+            "\n",
+        ];
+        for source in sources {
+            let re = CompiledRegex::new(source, 1 << 20).unwrap();
+            assert!(matches!(re.engine, Engine::Plain(_)), "{source}");
+            let engine = meta::Regex::new(source).unwrap();
+            for text in texts {
+                assert_eq!(
+                    re.is_match(text),
+                    engine.is_match(text),
+                    "/{source}/ on {text:?}"
+                );
+            }
+        }
+        for source in [
+            r"^a.b", "^a+", "(?i)^get", r"^\w", r"\<a", "a|b", "^a$b", "^a^", r"\ a",
+        ] {
+            let re = CompiledRegex::new(source, 1 << 20).unwrap();
+            assert!(matches!(re.engine, Engine::Meta(_)), "{source}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn plain_agrees_with_the_engine_on_any_text(
+            source in r"\^?[a-c/_.\\$]{0,5}\$?",
+            text in "[a-c/_.$]{0,8}",
+        ) {
+            // A plain literal is always valid, and matches as the engine does.
+            let engine = meta::Regex::new(&source);
+            let ours = CompiledRegex::new(&source, 1 << 20);
+            if matches!(ours.as_ref().map(|r| &r.engine), Ok(Engine::Plain(_))) {
+                proptest::prop_assert!(engine.is_ok(), "/{}/", source);
+            }
+            if let (Ok(re), Ok(engine)) = (ours, engine) {
+                proptest::prop_assert_eq!(re.is_match(&text), engine.is_match(&text), "/{}/", source);
+            }
+        }
     }
 
     #[test]

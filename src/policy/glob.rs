@@ -69,6 +69,43 @@ impl Glob {
         }
     }
 
+    /// The pattern with its text folded (`names::fold`): what it is as a
+    /// loose target; borrowed when folding changes nothing. Folding maps
+    /// each character to one character and leaves `*` and `?` as they
+    /// are, so the shape does not change.
+    pub fn folded(&self) -> std::borrow::Cow<'_, Glob> {
+        use super::names::fold;
+        use std::borrow::Cow;
+        let same = |s: &str| matches!(fold(s), Cow::Borrowed(_));
+        let unchanged = match self {
+            Glob::Literal(t) | Glob::Prefix(t) | Glob::Suffix(t) => same(t),
+            Glob::Any => true,
+            Glob::Pattern(tokens) => tokens.iter().all(|t| match t {
+                Token::Literal(l) => same(l),
+                _ => true,
+            }),
+        };
+        if unchanged {
+            return Cow::Borrowed(self);
+        }
+        let f = |s: &str| -> Box<str> { fold(s).into() };
+        Cow::Owned(match self {
+            Glob::Literal(l) => Glob::Literal(f(l)),
+            Glob::Any => Glob::Any,
+            Glob::Prefix(p) => Glob::Prefix(f(p)),
+            Glob::Suffix(s) => Glob::Suffix(f(s)),
+            Glob::Pattern(tokens) => Glob::Pattern(
+                tokens
+                    .iter()
+                    .map(|t| match t {
+                        Token::Literal(l) => Token::Literal(f(l)),
+                        other => other.clone(),
+                    })
+                    .collect(),
+            ),
+        })
+    }
+
     /// Whether the pattern has no wildcard.
     pub fn is_literal(&self) -> bool {
         matches!(self, Glob::Literal(_))
@@ -76,13 +113,52 @@ impl Glob {
 
     pub fn matches(&self, text: &str) -> bool {
         match self {
-            Glob::Literal(l) => &**l == text,
+            Glob::Literal(l) => same(l.as_bytes(), text.as_bytes()),
             Glob::Any => true,
-            Glob::Prefix(p) => text.starts_with(&**p),
-            Glob::Suffix(s) => text.ends_with(&**s),
+            Glob::Prefix(p) => starts_with(text, p),
+            Glob::Suffix(s) => ends_with(text, s),
             Glob::Pattern(tokens) => matches_tokens(tokens, text),
         }
     }
+}
+
+/// Whether two byte strings are equal, comparing short ones in a few
+/// word loads instead of a call to `memcmp` (names are short, and a
+/// decision compares a dozen of them).
+#[inline]
+pub fn same(a: &[u8], b: &[u8]) -> bool {
+    #[inline]
+    fn word<const N: usize>(s: &[u8], at: usize) -> Option<[u8; N]> {
+        s.get(at..)?.first_chunk::<N>().copied()
+    }
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    match n {
+        0 => true,
+        1..=3 => a.first() == b.first() && a.get(n / 2) == b.get(n / 2) && a.last() == b.last(),
+        4..=7 => word::<4>(a, 0) == word::<4>(b, 0) && word::<4>(a, n - 4) == word::<4>(b, n - 4),
+        8..=16 => word::<8>(a, 0) == word::<8>(b, 0) && word::<8>(a, n - 8) == word::<8>(b, n - 8),
+        _ => a == b,
+    }
+}
+
+/// `text.starts_with(prefix)`, through [`same`].
+#[inline]
+pub fn starts_with(text: &str, prefix: &str) -> bool {
+    text.as_bytes()
+        .get(..prefix.len())
+        .is_some_and(|head| same(head, prefix.as_bytes()))
+}
+
+/// `text.ends_with(suffix)`, through [`same`].
+#[inline]
+pub fn ends_with(text: &str, suffix: &str) -> bool {
+    text.len()
+        .checked_sub(suffix.len())
+        .and_then(|at| text.as_bytes().get(at..))
+        .is_some_and(|tail| same(tail, suffix.as_bytes()))
 }
 
 /// Wildcard matching with one back-track point: on a mismatch the last `*`
@@ -165,6 +241,13 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn same_starts_with_and_ends_with_agree_with_std(a in "[ab]{0,20}", b in "[ab]{0,20}") {
+            prop_assert_eq!(same(a.as_bytes(), b.as_bytes()), a == b);
+            prop_assert_eq!(starts_with(&a, &b), a.starts_with(&b));
+            prop_assert_eq!(ends_with(&a, &b), a.ends_with(&b));
+        }
+
         #[test]
         fn agrees_with_a_regex_oracle(pattern in "[ab*?é]{0,8}", text in "[abé]{0,10}") {
             prop_assert_eq!(Glob::new(&pattern).matches(&text), oracle(&pattern).is_match(&text));

@@ -4,8 +4,10 @@
 pub mod compiled_regex;
 pub mod condition;
 pub mod glob;
+pub mod lookup;
 pub mod names;
 pub mod settings;
+#[cfg(test)]
 pub mod target_index;
 
 use std::sync::Arc;
@@ -14,8 +16,8 @@ pub use compiled_regex::{CompiledRegex, RegexError};
 pub use condition::{
     AnnotationKey, Cond, Operand, PathRoot, Pred, Quantifier, RootError, Step, Test,
 };
+pub use lookup::{hits_of, Cand, Cands, FastSet, Hits, IndexedTarget, Lookup, NameMatcher, Query};
 pub use settings::{DefaultDecision, Scope, Settings, Trusted};
-pub use target_index::{Hits, IndexedTarget, NameMatcher, TargetIndex};
 
 use crate::diagnostics::SourceFile;
 use crate::syntax::{Effect, Span, TargetKind};
@@ -58,28 +60,24 @@ pub struct Rule {
     pub targets: Vec<Target>,
     pub condition: Option<Cond>,
     pub span: Span,
+    /// The 1-based line the rule starts on, kept for decisions.
+    pub line: u32,
 }
 
-/// The rules of one effect, in file order, and their indexes by kind.
+/// The rules of one effect, in file order (their targets are found
+/// through the policy's [`Lookup`] of each kind).
 #[derive(Debug, Clone, Default)]
 pub struct RuleList {
     pub rules: Vec<Rule>,
-    pub(crate) index: [TargetIndex; 3],
-}
-
-impl RuleList {
-    pub(crate) fn index(&self, kind: TargetKind) -> &TargetIndex {
-        &self.index[kind.index()]
-    }
 }
 
 /// The `tools {}` block: include patterns (exact) and exclude patterns
 /// (loose).
 #[derive(Debug, Clone, Default)]
 pub struct Visibility {
-    /// Hits are positions in `patterns`.
-    pub(crate) include: TargetIndex,
-    pub(crate) exclude: TargetIndex,
+    /// Exclude patterns as list 0, include patterns as list 2; hits are
+    /// positions in `patterns`.
+    pub(crate) lookup: Lookup,
     /// Every pattern as written, in file order: what an explanation names.
     pub(crate) patterns: Vec<VisPattern>,
     pub span: Span,
@@ -132,12 +130,14 @@ pub struct Policy {
     pub(crate) settings: Settings,
     pub(crate) visibility: Option<Visibility>,
     pub(crate) lists: [RuleList; 3],
+    /// The targets of the three lists, one index per kind of request.
+    pub(crate) index: [Lookup; 3],
+    /// `trusted "id", ...` as a set hashed without SipHash.
+    pub(crate) trusted_servers: FastSet<Box<str>>,
     pub(crate) source: Arc<SourceFile>,
     pub(crate) span: Span,
     pub(crate) name_span: Span,
     pub(crate) setting_spans: SettingSpans,
-    /// Whether any condition reads annotations (else they are not computed).
-    pub(crate) uses_annotations: bool,
 }
 
 impl Policy {
@@ -167,6 +167,21 @@ impl Policy {
         &self.lists[effect.index()]
     }
 
+    /// The index of the rules' targets for one kind of request.
+    pub(crate) fn index(&self, kind: TargetKind) -> &Lookup {
+        &self.index[kind.index()]
+    }
+
+    /// Whether the policy's `trusted` setting names this server (or is
+    /// `trusted all`).
+    pub(crate) fn trusts_server(&self, server: &str) -> bool {
+        match &self.settings.trusted {
+            Trusted::None => false,
+            Trusted::All => true,
+            Trusted::Servers(_) => self.trusted_servers.contains(server),
+        }
+    }
+
     /// Every rule: deny, then ask, then allow, each in file order.
     pub(crate) fn all_rules(&self) -> impl Iterator<Item = &Rule> {
         self.lists.iter().flat_map(|l| l.rules.iter())
@@ -175,44 +190,33 @@ impl Policy {
     /// Whether the visibility filter shows a tool to the model.
     pub fn is_visible(&self, server: &str, tool: &str) -> bool {
         let (fs, ft) = (names::fold_name(server), names::fold_name(tool));
-        self.is_visible_folded(server, tool, &fs, &ft)
-    }
-
-    /// [`Policy::is_visible`] for a caller that has folded the names
-    /// already (deciding folds them once for every list).
-    pub(crate) fn is_visible_folded(
-        &self,
-        server: &str,
-        tool: &str,
-        folded_server: &str,
-        folded_tool: &str,
-    ) -> bool {
+        let query = Query {
+            server,
+            name: tool,
+            folded_server: &fs,
+            folded_name: &ft,
+            unfolded: fs.is_unchanged() && ft.is_unchanged(),
+        };
         let mut hits = Hits::new();
-        self.visibility_folded(server, tool, folded_server, folded_tool, &mut hits)
-            .visible()
+        self.visibility_folded(&query, &mut hits).visible()
     }
 
     /// How the `tools {}` block treats a tool; `hits` ends holding the
     /// patterns (positions in [`Visibility::patterns`]) that decided it.
-    pub(crate) fn visibility_folded(
-        &self,
-        server: &str,
-        tool: &str,
-        folded_server: &str,
-        folded_tool: &str,
-        hits: &mut Hits,
-    ) -> Shown {
+    pub(crate) fn visibility_folded(&self, query: &Query<'_>, hits: &mut Hits) -> Shown {
         let Some(vis) = &self.visibility else {
             return Shown::NoBlock;
         };
-        vis.exclude.collect(folded_server, folded_tool, tool, hits);
+        let mut cands = Cands::new();
+        vis.lookup.candidates(query, &mut cands);
+        *hits = hits_of(&cands, 0, |_| true);
         if !hits.is_empty() {
             return Shown::Excluded;
         }
-        if vis.include.is_empty() {
+        if vis.lookup.list_is_empty(2) {
             return Shown::Unfiltered;
         }
-        vis.include.collect(server, tool, tool, hits);
+        *hits = hits_of(&cands, 2, |c| vis.lookup.admits(c, query, false));
         if hits.is_empty() {
             Shown::NotIncluded
         } else {

@@ -60,6 +60,11 @@ pub enum Folded<'a> {
 }
 
 impl Folded<'_> {
+    /// Whether folding left the name as it was.
+    pub fn is_unchanged(&self) -> bool {
+        matches!(self, Folded::Borrowed(_))
+    }
+
     pub fn as_str(&self) -> &str {
         match self {
             Folded::Borrowed(s) => s,
@@ -80,23 +85,47 @@ impl Deref for Folded<'_> {
 
 /// Folds like [`fold`], without allocating for short ASCII names.
 pub fn fold_name(name: &str) -> Folded<'_> {
-    if is_folded(name) {
-        return Folded::Borrowed(name);
-    }
-    if name.is_ascii() && name.len() <= INLINE {
-        let mut buf = [0u8; INLINE];
-        for (out, b) in buf.iter_mut().zip(name.bytes()) {
-            *out = match b {
-                b'-' | b'.' | b'_' => b'_',
-                b => b.to_ascii_lowercase(),
+    let bytes = name.as_bytes();
+    if let Some(mut buf) = (bytes.len() <= INLINE).then_some([0u8; INLINE]) {
+        // One pass that the compiler vectorizes: fold every byte, and note
+        // whether any changed and whether any is past ASCII.
+        let (mut diff, mut high) = (0u8, 0u8);
+        if let Some(dst) = buf.get_mut(..bytes.len()) {
+            for (out, &b) in dst.iter_mut().zip(bytes) {
+                let f = fold_ascii(b);
+                diff |= f ^ b;
+                high |= b;
+                *out = f;
+            }
+        }
+        if high < 0x80 {
+            return if diff == 0 {
+                Folded::Borrowed(name)
+            } else {
+                Folded::Inline {
+                    buf,
+                    len: bytes.len(),
+                }
             };
         }
-        return Folded::Inline {
-            buf,
-            len: name.len(),
-        };
     }
-    Folded::Owned(fold(name).into_owned())
+    match fold(name) {
+        std::borrow::Cow::Borrowed(same) => Folded::Borrowed(same),
+        std::borrow::Cow::Owned(folded) => Folded::Owned(folded),
+    }
+}
+
+/// Folds one ASCII byte, without branches (so a name folds a vector of
+/// bytes at a time).
+#[inline]
+fn fold_ascii(b: u8) -> u8 {
+    let upper = u8::from(b.wrapping_sub(b'A') < 26);
+    let punct = b == b'-' || b == b'.';
+    if punct {
+        b'_'
+    } else {
+        b | (upper << 5)
+    }
 }
 
 #[cfg(test)]
@@ -130,6 +159,14 @@ mod tests {
             let name = format!("a{c}b");
             assert_eq!(fold(&name).chars().count(), 3, "{c:?}");
             assert!(one.matches(&fold(&name)), "{c:?}");
+        }
+    }
+
+    #[test]
+    fn every_ascii_byte_folds_as_fold_does() {
+        for b in 0u8..128 {
+            let c = char::from(b).to_string();
+            assert_eq!(fold_name(&c).as_str(), fold(&c), "{b}");
         }
     }
 

@@ -1,5 +1,7 @@
-//! The target index: for one list of rules (say the deny rules on tools),
-//! which rules' targets match a `(server, name)` pair.
+//! The target index as it was before `lookup`: for one list of rules (say
+//! the deny rules on tools), which rules' targets match a `(server, name)`
+//! pair. Only the tests build it now, as the oracle the decision index
+//! (`lookup.rs`) is checked against.
 //!
 //! Targets are filed by the shape of their server segment (a literal server,
 //! any server, or a server glob) and then of their name segment (literal,
@@ -8,85 +10,11 @@
 //! the length of the name and on the few general globs and regexes of the
 //! servers involved, not on how many rules the list holds.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
 use smallvec::SmallVec;
 
 use super::glob::Glob;
+use super::lookup::{FastMap, Hits, IndexedTarget, NameMatcher};
 use super::CompiledRegex as Regex;
-
-/// A fast, non-cryptographic string hasher (the Fx hash of rustc and
-/// Firefox). The tables are built from the policy at load time and only
-/// looked up with request names, so nothing a caller sends can flood them;
-/// SipHash, the std default, was a quarter of a decision's time.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct FxHasher {
-    hash: u64,
-}
-
-const FX_SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-
-impl FxHasher {
-    #[inline]
-    fn add(&mut self, word: u64) {
-        self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(FX_SEED);
-    }
-}
-
-impl Hasher for FxHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            self.add(u64::from_le_bytes(word));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut word = [0u8; 8];
-            word[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(word));
-        }
-    }
-
-    #[inline]
-    fn write_u8(&mut self, i: u8) {
-        self.add(u64::from(i));
-    }
-
-    #[inline]
-    fn write_usize(&mut self, i: usize) {
-        self.add(i as u64);
-    }
-
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.hash
-    }
-}
-
-/// A hash map keyed by pattern text, hashed with [`FxHasher`].
-pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
-
-/// Rule numbers (positions in their list) of matching targets.
-pub type Hits = SmallVec<[u32; 16]>;
-
-/// What a target's name segment is matched with.
-#[derive(Debug, Clone)]
-pub enum NameMatcher {
-    Glob(Glob),
-    Regex(Regex),
-}
-
-/// A target ready for the index: the server segment and the name segment,
-/// already folded when the list matches loosely.
-#[derive(Debug, Clone)]
-pub struct IndexedTarget {
-    pub server: Glob,
-    pub name: NameMatcher,
-}
 
 /// Candidates for one server: name patterns by shape.
 #[derive(Debug, Default, Clone)]
@@ -165,15 +93,6 @@ impl NameIndex {
             }
         }
     }
-
-    fn is_empty(&self) -> bool {
-        self.literal.is_empty()
-            && self.prefixes.is_empty()
-            && self.suffixes.is_empty()
-            && self.all.is_empty()
-            && self.globs.is_empty()
-            && self.regexes.is_empty()
-    }
 }
 
 /// Server segments that are prefixes or suffixes (`git*`, `*-prod`), each
@@ -205,10 +124,6 @@ impl AffixServers {
                 each(names);
             }
         }
-    }
-
-    fn is_empty(&self) -> bool {
-        self.by_affix.is_empty()
     }
 }
 
@@ -253,14 +168,6 @@ impl TargetIndex {
                 }
             }
         }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.by_server.is_empty()
-            && self.any_server.is_empty()
-            && self.server_prefixes.is_empty()
-            && self.server_suffixes.is_empty()
-            && self.glob_servers.is_empty()
     }
 
     /// Adds to `out` every rule with a target that matches, in no order and

@@ -47,6 +47,7 @@ pub fn parse(source: &Arc<SourceFile>) -> (File, Vec<Diagnostic>) {
 /// Parses item by item only, without first trying the whole file in one
 /// pass: the recovery path, for the tests that check it reads a
 /// well-formed file as the one pass does.
+#[cfg(test)]
 pub(super) fn parse_items(source: &Arc<SourceFile>) -> (File, Vec<Diagnostic>) {
     let mut parser = Driver {
         source,

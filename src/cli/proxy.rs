@@ -1,0 +1,165 @@
+//! `mcppol proxy`: enforce a policy in front of any stdio MCP server (see
+//! `docs/proxy.md`). Exit status: the server's (128 + the signal when a
+//! signal ended it), 2 for usage errors and policies that do not load, 127
+//! when the server cannot be started.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::request_args::read_lock;
+use super::{color, exit, usage_error};
+use crate::mcp::DEFAULT_MAX_LINE_BYTES;
+use crate::pipeline::command_hooks::{load_settings, CommandHookOptions};
+use crate::pipeline::Baseline;
+use crate::proxy::{self, Audit, Config};
+use crate::store::{Store, Watch};
+use crate::LoadOptions;
+
+#[derive(Args, Debug)]
+pub struct ProxyArgs {
+    /// The policy file (watched: an edit takes effect on the next request).
+    #[arg(long, value_name = "FILE")]
+    policy: PathBuf,
+    /// Which policy of the file (needed when it holds several).
+    #[arg(long, value_name = "POLICY")]
+    name: Option<String>,
+    /// The server's id, as the policy's rules name it (`ID/tool`).
+    #[arg(long = "server-id", value_name = "ID")]
+    server_id: String,
+    /// Approved fingerprints; without it, the first listing is approved.
+    #[arg(long, value_name = "FILE")]
+    lock: Option<PathBuf>,
+    /// Append one JSON line per governed request to FILE.
+    #[arg(long, value_name = "FILE")]
+    audit: Option<PathBuf>,
+    /// Settles asks: run with `sh -c`, the request as JSON on stdin; prints
+    /// allow_once, allow_always, deny or deny_and_halt.
+    #[arg(long, value_name = "COMMAND")]
+    approver: Option<String>,
+    /// Claude Code style command hooks (`PreToolUse`, `PostToolUse`) from a
+    /// settings file, run in the pipeline (docs/claude-code.md).
+    #[arg(long, value_name = "FILE")]
+    hooks: Option<PathBuf>,
+    /// How long the server has to exit after the host closes the input.
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = humantime::parse_duration)]
+    grace: Duration,
+    /// How long the server has to answer a governed request.
+    #[arg(long = "call-timeout", value_name = "DURATION", default_value = "10m", value_parser = humantime::parse_duration)]
+    call_timeout: Duration,
+    /// The longest JSON-RPC line read from the host or the server.
+    #[arg(long = "max-line-bytes", value_name = "N", default_value_t = DEFAULT_MAX_LINE_BYTES)]
+    max_line_bytes: usize,
+    /// The most requests in flight each way.
+    #[arg(long = "max-pending", value_name = "N", default_value_t = 1024)]
+    max_pending: usize,
+    /// The server command and its arguments.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    command: Vec<String>,
+}
+
+/// Log lines on stderr through `tracing`; `MCPPOL_LOG` sets the level
+/// (`error`, `warn`, `info`, the default, `debug`, `trace`).
+fn init_logging() {
+    let level = std::env::var("MCPPOL_LOG")
+        .ok()
+        .and_then(|l| l.parse::<tracing::Level>().ok())
+        .unwrap_or(tracing::Level::INFO);
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(color())
+        .with_max_level(level)
+        .try_init();
+}
+
+pub fn run(args: ProxyArgs) -> u8 {
+    init_logging();
+    if !crate::fingerprint::is_server_id(&args.server_id) {
+        return usage_error(
+            &format!("--server-id `{}` is not a server id", args.server_id),
+            Some("a server id is a non-empty name without `/`"),
+        );
+    }
+    let store = match Store::open([&args.policy], LoadOptions::default()) {
+        Ok(s) => Arc::new(s),
+        Err(e) => {
+            eprintln!("{}", e.render(color()));
+            return exit::USAGE;
+        }
+    };
+    let names = store.names();
+    let name = match (&args.name, names.as_slice()) {
+        (Some(n), _) if names.contains(n) => n.clone(),
+        (Some(n), _) => {
+            return usage_error(
+                &format!("`{}` holds no policy `{n}`", args.policy.display()),
+                Some(&format!("it holds: {}", names.join(", "))),
+            )
+        }
+        (None, [only]) => only.clone(),
+        (None, _) => {
+            return usage_error(
+                &format!("`{}` holds several policies", args.policy.display()),
+                Some(&format!("pick one with --name ({})", names.join(", "))),
+            )
+        }
+    };
+    let baseline = match &args.lock {
+        None => Baseline::FirstListing,
+        Some(path) => match read_lock("--lock", path) {
+            Ok(lock) => Baseline::Lock(lock),
+            Err(e) => return usage_error(&e, None),
+        },
+    };
+    let audit = match &args.audit {
+        None => None,
+        Some(path) => match Audit::open(path) {
+            Ok(a) => Some(Arc::new(a)),
+            Err(e) => return usage_error(&format!("--audit `{}`: {e}", path.display()), None),
+        },
+    };
+    let hooks = match &args.hooks {
+        None => Vec::new(),
+        Some(path) => {
+            let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+            match load_settings(path, &CommandHookOptions::new(cwd)) {
+                Ok(hooks) => hooks,
+                Err(e) => return usage_error(&format!("--hooks: {e}"), None),
+            }
+        }
+    };
+    if let Err(e) = store.watch(Watch::events()) {
+        return usage_error(
+            &format!("cannot watch `{}`: {e}", args.policy.display()),
+            None,
+        );
+    }
+    let config = Config {
+        server_id: args.server_id,
+        store,
+        policy_name: name,
+        baseline,
+        audit,
+        approver: args.approver,
+        hooks,
+        command: args.command,
+        max_line_bytes: args.max_line_bytes,
+        max_pending: args.max_pending.max(1),
+        call_timeout: args.call_timeout,
+        grace: args.grace,
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => return usage_error(&format!("cannot start the runtime: {e}"), None),
+    };
+    let status = runtime.block_on(proxy::run(config));
+    // Tasks still blocked on the host's input do not hold the exit up.
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    status
+}

@@ -1,0 +1,178 @@
+//! A request straight from the wire: the `params` of an MCP `tools/call`
+//! as JSON bytes, read without building a `Value` for anything but the
+//! arguments.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::Request;
+
+/// The `params` of an MCP `tools/call` request, read from its JSON bytes:
+/// the tool's `name` (borrowed from the bytes unless it holds an escape)
+/// and its `arguments`, the one part conditions read as JSON. Other members
+/// (`_meta`, ...) are skipped without being built.
+///
+/// ```
+/// use mcppol::{PolicySet, ToolCallParams, Verdict};
+///
+/// let set = PolicySet::from_text("p.mcppol", r#"
+///     policy p { allow "fs/read_file" when args.path inside "/srv" }
+/// "#).map_err(|e| e.render(false))?;
+/// let p = set.get("p").ok_or("no policy")?;
+///
+/// let bytes = br#"{"name":"read_file","arguments":{"path":"/srv/a.txt"},"_meta":{"progressToken":1}}"#;
+/// let params = ToolCallParams::from_json(bytes)?;
+/// assert_eq!(params.name(), "read_file");
+/// let decision = p.decide(&params.request("fs"));
+/// assert_eq!(decision.decision, Verdict::Allow);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCallParams<'b> {
+    name: Cow<'b, str>,
+    arguments: Option<Value>,
+}
+
+/// Why `tools/call` params could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParamsError {
+    /// The bytes are longer than [`ToolCallParams::MAX_BYTES`].
+    #[error("tools/call params of {len} bytes, over the limit of {limit}")]
+    TooLarge {
+        /// Their length.
+        len: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// Not JSON, not an object with a string `name`, `arguments` not an
+    /// object, or nested deeper than `serde_json` reads (128 levels).
+    #[error("invalid tools/call params: {0}")]
+    Invalid(String),
+}
+
+#[derive(Deserialize)]
+struct Raw<'b> {
+    #[serde(borrow)]
+    name: Cow<'b, str>,
+    #[serde(default)]
+    arguments: Option<Value>,
+}
+
+impl<'b> ToolCallParams<'b> {
+    /// The longest params read: 16 MiB, the MCP transport's line bound.
+    pub const MAX_BYTES: usize = 16 * 1024 * 1024;
+
+    /// Reads the params object of a `tools/call` request. `arguments` may
+    /// be absent or `null` (then conditions read `{}`); anything but an
+    /// object there is an error, as is a missing or non-string `name`.
+    pub fn from_json(bytes: &'b [u8]) -> Result<Self, ParamsError> {
+        if bytes.len() > Self::MAX_BYTES {
+            return Err(ParamsError::TooLarge {
+                len: bytes.len(),
+                limit: Self::MAX_BYTES,
+            });
+        }
+        let raw: Raw<'b> =
+            serde_json::from_slice(bytes).map_err(|e| ParamsError::Invalid(e.to_string()))?;
+        match &raw.arguments {
+            None | Some(Value::Object(_)) => {}
+            Some(Value::Null) => {
+                return Ok(ToolCallParams {
+                    name: raw.name,
+                    arguments: None,
+                })
+            }
+            Some(_) => {
+                return Err(ParamsError::Invalid(
+                    "`arguments` is not an object".to_string(),
+                ))
+            }
+        }
+        Ok(ToolCallParams {
+            name: raw.name,
+            arguments: raw.arguments,
+        })
+    }
+
+    /// The tool's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The arguments object, if the call has one.
+    pub fn arguments(&self) -> Option<&Value> {
+        self.arguments.as_ref()
+    }
+
+    /// A request to call this tool on `server`, with these arguments and
+    /// otherwise the defaults of [`Request::tool`] (add taint, principal,
+    /// annotations ... with its `with_*` methods).
+    pub fn request<'a>(&'a self, server: &'a str) -> Request<'a> {
+        let request = Request::tool(server, &self.name);
+        match &self.arguments {
+            Some(args) => request.with_args(args),
+            None => request,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_name_and_arguments_and_borrows_the_name() {
+        let bytes = br#"{"name":"push","arguments":{"ref":"main","n":[1,2]},"_meta":{"x":[{}]}}"#;
+        let p = ToolCallParams::from_json(bytes).unwrap();
+        assert!(matches!(p.name, Cow::Borrowed("push")));
+        assert_eq!(
+            p.arguments(),
+            Some(&serde_json::json!({"ref": "main", "n": [1, 2]}))
+        );
+        let r = p.request("git");
+        assert_eq!((r.server, r.name), ("git", "push"));
+        assert!(r.args.is_some());
+    }
+
+    #[test]
+    fn escapes_null_and_absent_arguments() {
+        let p = ToolCallParams::from_json(br#"{"name":"a\u002db","arguments":null}"#).unwrap();
+        assert_eq!(p.name(), "a-b");
+        assert_eq!(p.arguments(), None);
+        let p = ToolCallParams::from_json(br#"{"name":"x"}"#).unwrap();
+        assert_eq!(p.request("s").args, None);
+    }
+
+    #[test]
+    fn refuses_what_is_not_tools_call_params() {
+        for bad in [
+            &br#"{"arguments":{}}"#[..],
+            br#"{"name":3}"#,
+            br#"{"name":"x","arguments":[1]}"#,
+            br#"{"name":"x","arguments":"{}"}"#,
+            br#"[1]"#,
+            br#"{"name":"x""#,
+            b"",
+        ] {
+            assert!(
+                matches!(ToolCallParams::from_json(bad), Err(ParamsError::Invalid(_))),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+        let deep = format!(
+            r#"{{"name":"x","arguments":{{"a":{}1{}}}}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        assert!(ToolCallParams::from_json(deep.as_bytes()).is_err());
+        let big = vec![b' '; ToolCallParams::MAX_BYTES + 1];
+        assert!(matches!(
+            ToolCallParams::from_json(&big),
+            Err(ParamsError::TooLarge { .. })
+        ));
+    }
+}

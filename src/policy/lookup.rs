@@ -1,0 +1,843 @@
+//! The decision index: for one kind of request (tool calls, resource reads
+//! or prompt gets), the rules of the deny, ask and allow lists that have a
+//! target naming a `(server, name)` pair, in file order, found with one hash
+//! look-up per table instead of one per list, shape and pattern length.
+//!
+//! Every target is filed under its segments as folded (the loose matching of
+//! deny and ask), so one table per folded server (and one for targets on any
+//! server) serves all three lists:
+//!
+//! - literal names are one hash look-up; at load time each literal's entry
+//!   also takes the table's prefix, suffix, `*` and general-glob patterns
+//!   that match it, so a name the table knows needs nothing else;
+//! - prefix and suffix patterns are searched once, in a sorted array with a
+//!   link from each pattern to the longest other pattern it starts (ends)
+//!   with: a binary search and a walk along those links finds all of them;
+//! - general globs and regexes are tried one by one (only those of the
+//!   tables the request reaches).
+//!
+//! A deny or ask candidate matches as found. An allow (exact) candidate
+//! carries its target as written ([`Check`]) and is checked against the
+//! names as sent, unless neither the pattern nor the names change when
+//! folded, when the table's match is already exact. Folding maps each
+//! character to one character, so a name that matches exactly also matches
+//! folded: the folded tables never miss an exact match.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use smallvec::SmallVec;
+
+use super::glob::Glob;
+use super::CompiledRegex;
+
+/// A fast, non-cryptographic string hasher (the Fx hash of rustc and
+/// Firefox). The tables are built from the policy at load time and only
+/// looked up with request names, so nothing a caller sends can flood them;
+/// SipHash, the std default, was a quarter of a decision's time.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct FxHasher {
+    hash: u64,
+}
+
+const FX_SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, word: u64) {
+        self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(FX_SEED);
+    }
+}
+
+impl Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut word = [0u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(word));
+        }
+    }
+
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.hash
+    }
+}
+
+/// A hash map hashed with [`FxHasher`].
+pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+/// A hash set hashed with [`FxHasher`].
+pub type FastSet<K> = std::collections::HashSet<K, BuildHasherDefault<FxHasher>>;
+
+/// What a target's name segment is matched with.
+#[derive(Debug, Clone)]
+pub enum NameMatcher {
+    Glob(Glob),
+    Regex(CompiledRegex),
+}
+
+/// A target ready for the index: the server segment and the name segment,
+/// already folded when the list matches loosely.
+#[derive(Debug, Clone)]
+pub struct IndexedTarget {
+    pub server: Glob,
+    pub name: NameMatcher,
+}
+
+/// Rule numbers (positions in their list) or pattern positions.
+pub type Hits = SmallVec<[u32; 16]>;
+
+/// The candidates of one request, in file order (deny, ask, allow).
+pub type Cands = SmallVec<[Cand; 16]>;
+
+const LIST_SHIFT: u32 = 30;
+const NUMBER_MASK: u32 = (1 << LIST_SHIFT) - 1;
+const NO_CHECK: u32 = u32::MAX;
+const NO_PARENT: u32 = u32::MAX;
+
+/// At most this many patterns other than the literal are merged into a
+/// literal name's entry at load time; past it, that name is searched like
+/// any other (so a table of many literals and many `*` rules stays linear).
+const MERGE_LIMIT: usize = 16;
+
+/// Sets of up to this many affixes are tried one by one.
+const LINEAR_AFFIXES: usize = 8;
+
+/// Appends candidates (one by one: cheaper than a bulk insert for the one
+/// to three a pattern usually has).
+#[inline]
+fn extend(out: &mut Cands, cands: &[Cand]) {
+    for &c in cands {
+        out.push(c);
+    }
+}
+
+/// A rule that may match: its list and position, ordered as the decision
+/// procedure tries them, and the exact target an allow rule must check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cand {
+    key: u32,
+    check: u32,
+}
+
+impl Cand {
+    fn new(list: usize, number: u32, check: u32) -> Self {
+        Cand {
+            key: ((list as u32) << LIST_SHIFT) | (number & NUMBER_MASK),
+            check,
+        }
+    }
+
+    /// The list: 0 deny (or exclude), 1 ask, 2 allow (or include).
+    pub fn list(self) -> usize {
+        (self.key >> LIST_SHIFT) as usize
+    }
+
+    /// The rule's position in its list.
+    pub fn number(self) -> u32 {
+        self.key & NUMBER_MASK
+    }
+}
+
+/// An exact target as written, checked on the names as sent.
+#[derive(Debug, Clone)]
+struct Check {
+    server: Glob,
+    name: NameMatcher,
+    /// Both segments literal: the only targets that allow a new tool.
+    exact: bool,
+    /// Folding leaves the pattern as it is and it is no regex: for names
+    /// that folding leaves as they are too, the table's match is exact.
+    fold_safe: bool,
+}
+
+impl Check {
+    fn holds(&self, server: &str, name: &str) -> bool {
+        self.server.matches(server)
+            && match &self.name {
+                NameMatcher::Glob(g) => g.matches(name),
+                NameMatcher::Regex(re) => re.is_match(name),
+            }
+    }
+}
+
+/// The request's names as the index reads them.
+#[derive(Debug, Clone, Copy)]
+pub struct Query<'q> {
+    /// The server id as sent.
+    pub server: &'q str,
+    /// The name as sent (a resource's normalized URI).
+    pub name: &'q str,
+    /// Both folded.
+    pub folded_server: &'q str,
+    pub folded_name: &'q str,
+    /// Folding left both names as they are.
+    pub unfolded: bool,
+}
+
+/// Which end of a text a set of affixes is matched at.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum End {
+    #[default]
+    Start,
+    End,
+}
+
+impl End {
+    fn cmp(self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+        match self {
+            End::Start => a.cmp(b),
+            End::End => a.iter().rev().cmp(b.iter().rev()),
+        }
+    }
+
+    /// How many bytes `a` and `b` share at this end.
+    fn common(self, a: &[u8], b: &[u8]) -> usize {
+        match self {
+            End::Start => a.iter().zip(b).take_while(|(x, y)| x == y).count(),
+            End::End => a
+                .iter()
+                .rev()
+                .zip(b.iter().rev())
+                .take_while(|(x, y)| x == y)
+                .count(),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct AffixEntry<T> {
+    key: Box<str>,
+    /// The longest other key this key starts (ends) with.
+    parent: u32,
+    value: T,
+}
+
+/// Prefixes (or suffixes), each with a value: sorted at this end, with a
+/// link from each key to the longest other key it starts (ends) with. All
+/// the keys a text starts with are the greatest key not after the text and
+/// the keys on its chain of links no longer than what the two share.
+#[derive(Debug, Clone, Default)]
+struct Affixes<T> {
+    end: End,
+    entries: Vec<AffixEntry<T>>,
+    /// While building: where each key is in `entries`.
+    at: FastMap<Box<str>, usize>,
+}
+
+impl<T: Default> Affixes<T> {
+    fn new(end: End) -> Self {
+        Affixes {
+            end,
+            entries: Vec::new(),
+            at: FastMap::default(),
+        }
+    }
+
+    fn entry(&mut self, key: &str) -> &mut T {
+        // A few keys are found by comparing them; past that, by a map
+        // (built then from the keys so far).
+        let found = if self.entries.len() <= LINEAR_AFFIXES {
+            self.entries.iter().position(|e| &*e.key == key)
+        } else {
+            if self.at.is_empty() {
+                self.at = self
+                    .entries
+                    .iter()
+                    .enumerate()
+                    .map(|(i, e)| (e.key.clone(), i))
+                    .collect();
+            }
+            self.at.get(key).copied()
+        };
+        let at = match found {
+            Some(at) => at,
+            None => {
+                self.entries.push(AffixEntry {
+                    key: key.into(),
+                    parent: NO_PARENT,
+                    value: T::default(),
+                });
+                let at = self.entries.len() - 1;
+                if !self.at.is_empty() {
+                    self.at.insert(key.into(), at);
+                }
+                at
+            }
+        };
+        &mut self.entries[at].value
+    }
+}
+
+impl<T> Affixes<T> {
+    /// Sorts the keys and links each to its longest affix among them.
+    fn freeze(&mut self) {
+        self.at = FastMap::default();
+        let end = self.end;
+        self.entries
+            .sort_unstable_by(|a, b| end.cmp(a.key.as_bytes(), b.key.as_bytes()));
+        // The chain of keys that are affixes of the current one, longest on top.
+        let mut chain: Vec<usize> = Vec::new();
+        for i in 0..self.entries.len() {
+            let key = self.entries[i].key.as_bytes();
+            while let Some(&top) = chain.last() {
+                let t = self.entries[top].key.as_bytes();
+                if t.len() <= key.len() && end.common(t, key) == t.len() {
+                    break;
+                }
+                chain.pop();
+            }
+            self.entries[i].parent = chain.last().map_or(NO_PARENT, |&p| p as u32);
+            chain.push(i);
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Calls `each` with the value of every key `text` starts (ends) with.
+    #[inline]
+    fn each<'s>(&'s self, text: &str, mut each: impl FnMut(&'s T)) {
+        if self.entries.len() <= LINEAR_AFFIXES {
+            // A few keys: comparing each is cheaper than searching.
+            for e in &self.entries {
+                let hit = match self.end {
+                    End::Start => super::glob::starts_with(text, &e.key),
+                    End::End => super::glob::ends_with(text, &e.key),
+                };
+                if hit {
+                    each(&e.value);
+                }
+            }
+            return;
+        }
+        let text = text.as_bytes();
+        let end = self.end;
+        let after = self
+            .entries
+            .partition_point(|e| end.cmp(e.key.as_bytes(), text).is_le());
+        let Some(mut i) = after.checked_sub(1) else {
+            return;
+        };
+        let shared = self
+            .entries
+            .get(i)
+            .map_or(0, |e| end.common(e.key.as_bytes(), text));
+        while let Some(e) = self.entries.get(i) {
+            if e.key.len() <= shared {
+                each(&e.value);
+            }
+            if e.parent == NO_PARENT {
+                break;
+            }
+            i = e.parent as usize;
+        }
+    }
+}
+
+/// A literal name's candidates; `complete` when they include every other
+/// pattern of the table but regexes that matches the name.
+#[derive(Debug, Clone, Default)]
+struct Literal {
+    cands: Vec<Cand>,
+    complete: bool,
+}
+
+/// The targets of one server segment, by the shape of their name segment
+/// (folded).
+#[derive(Debug, Clone)]
+struct Table {
+    literal: FastMap<Box<str>, Literal>,
+    prefixes: Affixes<Vec<Cand>>,
+    suffixes: Affixes<Vec<Cand>>,
+    all: Vec<Cand>,
+    globs: Vec<(Glob, Cand)>,
+    /// Regexes; `true` for a loose one, tried on the name as sent and
+    /// folded. An exact one's check tries it.
+    regexes: Vec<(CompiledRegex, bool, Cand)>,
+}
+
+impl Default for Table {
+    fn default() -> Self {
+        Table {
+            literal: FastMap::default(),
+            prefixes: Affixes::new(End::Start),
+            suffixes: Affixes::new(End::End),
+            all: Vec::new(),
+            globs: Vec::new(),
+            regexes: Vec::new(),
+        }
+    }
+}
+
+impl Table {
+    fn insert(&mut self, name: &NameMatcher, loose: bool, cand: Cand) {
+        match name {
+            NameMatcher::Regex(re) => self.regexes.push((re.clone(), loose, cand)),
+            NameMatcher::Glob(glob) => self.insert_glob(glob, cand),
+        }
+    }
+
+    fn insert_glob(&mut self, glob: &Glob, cand: Cand) {
+        match glob {
+            Glob::Literal(l) => match self.literal.get_mut(&**l) {
+                Some(entry) => entry.cands.push(cand),
+                None => {
+                    self.literal.insert(
+                        l.clone(),
+                        Literal {
+                            cands: vec![cand],
+                            complete: false,
+                        },
+                    );
+                }
+            },
+            Glob::Any => self.all.push(cand),
+            Glob::Prefix(p) => self.prefixes.entry(p).push(cand),
+            Glob::Suffix(s) => self.suffixes.entry(s).push(cand),
+            g @ Glob::Pattern(_) => self.globs.push((g.clone(), cand)),
+        }
+    }
+
+    fn freeze(&mut self) {
+        self.prefixes.freeze();
+        self.suffixes.freeze();
+        let (prefixes, suffixes, all, globs) =
+            (&self.prefixes, &self.suffixes, &self.all, &self.globs);
+        let mut more: Vec<Cand> = Vec::new();
+        for (name, entry) in self.literal.iter_mut() {
+            more.clear();
+            prefixes.each(name, |c| more.extend_from_slice(c));
+            suffixes.each(name, |c| more.extend_from_slice(c));
+            more.extend_from_slice(all);
+            more.extend(
+                globs
+                    .iter()
+                    .filter(|(g, _)| g.matches(name))
+                    .map(|(_, c)| *c),
+            );
+            if more.len() <= MERGE_LIMIT {
+                entry.cands.extend_from_slice(&more);
+                entry.complete = true;
+            }
+            if entry.cands.len() > 1 {
+                entry.cands.sort_unstable_by_key(|c| c.key);
+                entry.cands.dedup();
+            }
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.literal.is_empty()
+            && self.prefixes.is_empty()
+            && self.suffixes.is_empty()
+            && self.all.is_empty()
+            && self.globs.is_empty()
+            && self.regexes.is_empty()
+    }
+
+    #[inline]
+    fn collect(&self, q: &Query<'_>, out: &mut Cands) {
+        let name = q.folded_name;
+        let complete = match self.literal.get(name) {
+            Some(entry) => {
+                extend(out, &entry.cands);
+                entry.complete
+            }
+            None => false,
+        };
+        if !complete {
+            self.prefixes.each(name, |c| extend(out, c));
+            self.suffixes.each(name, |c| extend(out, c));
+            extend(out, &self.all);
+            for (glob, cand) in &self.globs {
+                if glob.matches(name) {
+                    out.push(*cand);
+                }
+            }
+        }
+        for (re, loose, cand) in &self.regexes {
+            if !*loose || re.is_match(q.name) || (q.name != name && re.is_match(name)) {
+                out.push(*cand);
+            }
+        }
+    }
+}
+
+/// The index of one kind of request over the deny, ask and allow lists (or
+/// of the `tools {}` block: exclude as list 0, include as list 2).
+#[derive(Debug, Clone)]
+pub struct Lookup {
+    servers: FastMap<Box<str>, Table>,
+    any: Table,
+    server_prefixes: Affixes<Table>,
+    server_suffixes: Affixes<Table>,
+    /// General server globs (folded), in the order first seen.
+    server_globs: Vec<(Glob, Table)>,
+    /// While building: where each server glob is.
+    glob_at: FastMap<Glob, usize>,
+    checks: Vec<Check>,
+    /// How many candidates each list holds.
+    counts: [usize; 3],
+}
+
+impl Default for Lookup {
+    fn default() -> Self {
+        Lookup {
+            servers: FastMap::default(),
+            any: Table::default(),
+            server_prefixes: Affixes::new(End::Start),
+            server_suffixes: Affixes::new(End::End),
+            server_globs: Vec::new(),
+            glob_at: FastMap::default(),
+            checks: Vec::new(),
+            counts: [0; 3],
+        }
+    }
+}
+
+impl Lookup {
+    /// Files target of rule `number` of `list` (0 deny, 1 ask, 2 allow).
+    /// A loose target's segments are folded already; an exact one's are as
+    /// written and are folded here.
+    pub fn insert(&mut self, list: usize, number: u32, target: &IndexedTarget, loose: bool) {
+        if let Some(count) = self.counts.get_mut(list) {
+            *count += 1;
+        }
+        if loose {
+            let cand = Cand::new(list, number, NO_CHECK);
+            if let Some(table) = self.table(&target.server) {
+                table.insert(&target.name, true, cand);
+            }
+            return;
+        }
+        // An exact target is filed folded and checked as written.
+        let server = target.server.folded();
+        let name = match &target.name {
+            NameMatcher::Glob(g) => Some(g.folded()),
+            NameMatcher::Regex(_) => None,
+        };
+        let fold_safe =
+            matches!(server, Cow::Borrowed(_)) && matches!(name, Some(Cow::Borrowed(_)));
+        let exact = target.server.is_literal()
+            && matches!(&target.name, NameMatcher::Glob(g) if g.is_literal());
+        let check = u32::try_from(self.checks.len()).unwrap_or(NO_CHECK);
+        self.checks.push(Check {
+            server: target.server.clone(),
+            name: target.name.clone(),
+            exact,
+            fold_safe,
+        });
+        let cand = Cand::new(list, number, check);
+        if let Some(table) = self.table(&server) {
+            match (&name, &target.name) {
+                (Some(glob), _) => table.insert_glob(glob, cand),
+                (None, NameMatcher::Regex(re)) => table.regexes.push((re.clone(), false, cand)),
+                (None, NameMatcher::Glob(_)) => {}
+            }
+        }
+    }
+
+    /// The table of a (folded) server segment, made if new. A key is copied
+    /// only when it is new.
+    fn table(&mut self, server: &Glob) -> Option<&mut Table> {
+        Some(match server {
+            Glob::Literal(s) => {
+                if !self.servers.contains_key(&**s) {
+                    self.servers.insert(s.clone(), Table::default());
+                }
+                self.servers.get_mut(&**s)?
+            }
+            Glob::Any => &mut self.any,
+            Glob::Prefix(p) => self.server_prefixes.entry(p),
+            Glob::Suffix(s) => self.server_suffixes.entry(s),
+            other @ Glob::Pattern(_) => {
+                let at = match self.glob_at.get(other) {
+                    Some(&at) => at,
+                    None => {
+                        self.server_globs.push((other.clone(), Table::default()));
+                        let at = self.server_globs.len() - 1;
+                        self.glob_at.insert(other.clone(), at);
+                        at
+                    }
+                };
+                &mut self.server_globs.get_mut(at)?.1
+            }
+        })
+    }
+
+    /// Makes the index ready to search: sorts the affixes and merges each
+    /// literal name's candidates.
+    pub fn freeze(&mut self) {
+        self.glob_at = FastMap::default();
+        self.servers.shrink_to_fit();
+        for table in self.servers.values_mut() {
+            table.freeze();
+        }
+        self.any.freeze();
+        self.server_prefixes.freeze();
+        self.server_suffixes.freeze();
+        for e in &mut self.server_prefixes.entries {
+            e.value.freeze();
+        }
+        for e in &mut self.server_suffixes.entries {
+            e.value.freeze();
+        }
+        for (_, table) in &mut self.server_globs {
+            table.freeze();
+        }
+    }
+
+    /// Whether list `list` has no target.
+    pub fn list_is_empty(&self, list: usize) -> bool {
+        self.counts.get(list).is_none_or(|&n| n == 0)
+    }
+
+    /// Every rule of any list with a target that may name the request, in
+    /// file order (deny, ask, allow); a rule may appear more than once (one
+    /// entry per target), and an allow entry still has to pass
+    /// [`Lookup::admits`].
+    #[inline]
+    pub fn candidates(&self, q: &Query<'_>, out: &mut Cands) {
+        if let Some(table) = self.servers.get(q.folded_server) {
+            table.collect(q, out);
+        }
+        if !self.any.is_empty() {
+            self.any.collect(q, out);
+        }
+        self.server_prefixes
+            .each(q.folded_server, |t| t.collect(q, out));
+        self.server_suffixes
+            .each(q.folded_server, |t| t.collect(q, out));
+        for (glob, table) in &self.server_globs {
+            if glob.matches(q.folded_server) {
+                table.collect(q, out);
+            }
+        }
+        if out.len() > 1 {
+            out.sort_unstable_by_key(|c| c.key);
+        }
+    }
+
+    /// Whether candidate `cand` matches the names as sent: always for a
+    /// loose one; for an exact one, when its target matches exactly (and,
+    /// with `exact_only`, has both segments literal).
+    #[inline]
+    pub fn admits(&self, cand: Cand, q: &Query<'_>, exact_only: bool) -> bool {
+        if cand.check == NO_CHECK {
+            return true;
+        }
+        let Some(check) = self.checks.get(cand.check as usize) else {
+            return false;
+        };
+        if exact_only && !check.exact {
+            return false;
+        }
+        (q.unfolded && check.fold_safe) || check.holds(q.server, q.name)
+    }
+
+    /// Every literal server and how many tables there are (for tests).
+    #[cfg(test)]
+    fn tables(&self) -> usize {
+        self.servers.len()
+            + 1
+            + self.server_prefixes.entries.len()
+            + self.server_suffixes.entries.len()
+            + self.server_globs.len()
+    }
+}
+
+/// The rule numbers of `list` among `cands` that `admit` accepts, each once,
+/// in file order.
+pub fn hits_of(cands: &[Cand], list: usize, mut admit: impl FnMut(Cand) -> bool) -> Hits {
+    let mut hits = Hits::new();
+    for &c in cands {
+        if c.list() == list && hits.last() != Some(&c.number()) && admit(c) {
+            hits.push(c.number());
+        }
+    }
+    hits
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::names::fold;
+    use crate::policy::target_index::{in_file_order, TargetIndex};
+    use proptest::prelude::*;
+
+    /// One target of a generated list: list, rule number, server, name or
+    /// regex.
+    type Spec = (usize, u32, String, Result<String, &'static str>);
+
+    fn matcher(spec: &Spec) -> IndexedTarget {
+        let (list, _, server, name) = spec;
+        let loose = *list != 2;
+        let glob = |s: &str| {
+            if loose {
+                Glob::new(&fold(s))
+            } else {
+                Glob::new(s)
+            }
+        };
+        IndexedTarget {
+            server: glob(server),
+            name: match name {
+                Ok(n) => NameMatcher::Glob(glob(n)),
+                Err(re) => NameMatcher::Regex(CompiledRegex::new(re, 1 << 20).unwrap()),
+            },
+        }
+    }
+
+    /// The old index (one per list) and the new one over the same targets.
+    fn build(specs: &[Spec]) -> ([TargetIndex; 3], Lookup) {
+        let mut old: [TargetIndex; 3] = Default::default();
+        let mut new = Lookup::default();
+        for spec in specs {
+            let m = matcher(spec);
+            old[spec.0].insert(&m, spec.1);
+            new.insert(spec.0, spec.1, &m, spec.0 != 2);
+        }
+        new.freeze();
+        (old, new)
+    }
+
+    /// Every list's hits, and the allow list's exact hits, agree.
+    fn agree(specs: &[Spec], server: &str, name: &str) -> Result<(), TestCaseError> {
+        let (old, new) = build(specs);
+        let (fs, fname) = (fold(server), fold(name));
+        let q = Query {
+            server,
+            name,
+            folded_server: &fs,
+            folded_name: &fname,
+            unfolded: fs == server && fname == name,
+        };
+        let mut cands = Cands::new();
+        new.candidates(&q, &mut cands);
+        for (list, index) in old.iter().enumerate() {
+            let mut want = Hits::new();
+            if list == 2 {
+                index.collect(server, name, name, &mut want);
+            } else {
+                index.collect(&fs, &fname, name, &mut want);
+            }
+            in_file_order(&mut want);
+            let got = hits_of(&cands, list, |c| new.admits(c, &q, false));
+            prop_assert_eq!(
+                got.to_vec(),
+                want.to_vec(),
+                "list {} {}/{}",
+                list,
+                server,
+                name
+            );
+        }
+        let mut want = Hits::new();
+        old[2].collect_exact(server, name, &mut want);
+        in_file_order(&mut want);
+        let got = hits_of(&cands, 2, |c| new.admits(c, &q, true));
+        prop_assert_eq!(got.to_vec(), want.to_vec(), "exact {}/{}", server, name);
+        Ok(())
+    }
+
+    fn segment() -> impl Strategy<Value = String> {
+        proptest::string::string_regex("[aAb_.*?-]{0,4}|é|\\*|ab\\*|\\*_b").unwrap()
+    }
+
+    fn spec() -> impl Strategy<Value = Spec> {
+        let name = prop_oneof![
+            6 => segment().prop_map(Ok),
+            1 => prop::sample::select(vec!["^a", "b$", "^a_b$", "(?i)^A", "_", "^a.b"]).prop_map(Err),
+        ];
+        (0..3usize, 0..6u32, segment(), name)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        /// The decision index offers exactly what the old per-list index
+        /// did, for every list, on random targets and names.
+        #[test]
+        fn agrees_with_the_old_index(
+            specs in prop::collection::vec(spec(), 0..24),
+            server in "[aAb_.-]{0,4}|é",
+            name in "[aAb_.-]{0,5}|é",
+        ) {
+            agree(&specs, &server, &name)?;
+        }
+    }
+
+    #[test]
+    fn affixes_find_every_key_a_text_starts_with() {
+        let mut set: Affixes<u32> = Affixes::new(End::Start);
+        let keys = ["", "a", "ab", "abc", "abd", "b", "abcde", "ac", "abcd"];
+        for (i, k) in keys.iter().enumerate() {
+            *set.entry(k) = i as u32;
+        }
+        set.freeze();
+        for text in ["", "a", "abcdef", "abdx", "ac", "b", "ba", "c", "abc"] {
+            let mut got: Vec<u32> = Vec::new();
+            set.each(text, |v| got.push(*v));
+            got.sort_unstable();
+            let want: Vec<u32> = (0..keys.len() as u32)
+                .filter(|&i| text.starts_with(keys[i as usize]))
+                .collect();
+            assert_eq!(got, want, "{text}");
+        }
+        let mut set: Affixes<u32> = Affixes::new(End::End);
+        for (i, k) in keys.iter().enumerate() {
+            *set.entry(k) = i as u32;
+        }
+        set.freeze();
+        for text in ["", "xab", "cba", "dcba", "bcd", "xabcd", "b"] {
+            let mut got: Vec<u32> = Vec::new();
+            set.each(text, |v| got.push(*v));
+            got.sort_unstable();
+            let want: Vec<u32> = (0..keys.len() as u32)
+                .filter(|&i| text.ends_with(keys[i as usize]))
+                .collect();
+            assert_eq!(got, want, "{text}");
+        }
+    }
+
+    #[test]
+    fn a_literal_merges_a_bounded_number_of_patterns() {
+        let mut new = Lookup::default();
+        for i in 0..40u32 {
+            new.insert(0, i, &matcher(&(0, i, "s".into(), Ok("*".into()))), true);
+        }
+        new.insert(0, 40, &matcher(&(0, 40, "s".into(), Ok("t".into()))), true);
+        new.freeze();
+        let q = Query {
+            server: "s",
+            name: "t",
+            folded_server: "s",
+            folded_name: "t",
+            unfolded: true,
+        };
+        let mut cands = Cands::new();
+        new.candidates(&q, &mut cands);
+        assert_eq!(hits_of(&cands, 0, |_| true).len(), 41);
+        assert_eq!(new.tables(), 2);
+    }
+}

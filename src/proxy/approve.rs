@@ -1,0 +1,191 @@
+//! Asking a person about an `ask` decision, in this order: the
+//! `--approver` command; else, when the host declared the `elicitation`
+//! capability, an `elicitation/create` request to the host; else there is
+//! no approver (the contract's `no_approver` deny).
+//!
+//! The pipeline runs the approver in its own task under its deadline
+//! (60 s): a command still running then is killed (it is dropped with its
+//! task), and the ask ends in `ask_failed`.
+
+use std::process::Stdio;
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::Command;
+
+use super::peer::{Peer, PeerError};
+use crate::mcp::BoxFuture;
+use crate::pipeline::{Approval, ApprovalRequest, Approver};
+
+/// The most an approver command may print; its first line is its answer.
+const MAX_ANSWER_BYTES: u64 = 64 * 1024;
+/// The longest rendering of the arguments an elicitation message shows.
+const MAX_SHOWN_ARGS: usize = 2000;
+
+/// How the proxy asks.
+pub(crate) enum ProxyApprover {
+    /// `sh -c COMMAND`, the request as JSON on stdin, the answer on stdout.
+    Command(String),
+    /// `elicitation/create` to the host.
+    Elicit(Arc<Peer>),
+}
+
+impl Approver for ProxyApprover {
+    fn ask(&self, request: ApprovalRequest) -> BoxFuture<'static, Result<Approval, String>> {
+        match self {
+            ProxyApprover::Command(c) => Box::pin(run_command(c.clone(), request)),
+            ProxyApprover::Elicit(host) => Box::pin(elicit(host.clone(), request)),
+        }
+    }
+}
+
+/// The JSON object an approver command reads on stdin.
+pub(crate) fn request_json(r: &ApprovalRequest) -> Value {
+    json!({
+        "server": r.server,
+        "tool": r.tool,
+        "arguments": r.arguments,
+        "args_digest": r.digest,
+        "rule_id": r.decision.rule_id.as_deref(),
+        "reason": r.decision.reason.as_str(),
+    })
+}
+
+/// Reads an approver's answer word.
+pub(crate) fn parse_answer(word: &str, who: &str) -> Result<Approval, String> {
+    match word.trim() {
+        "allow_once" => Ok(Approval::AllowOnce),
+        "allow_always" => Ok(Approval::AllowAlways),
+        "deny" => Ok(Approval::Deny(format!("{who} said deny."))),
+        "deny_and_halt" => Ok(Approval::DenyAndHalt(format!("{who} said deny and halt."))),
+        _ => Err(format!("{who} gave no answer mcppol knows")),
+    }
+}
+
+async fn run_command(command: String, request: ApprovalRequest) -> Result<Approval, String> {
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(&command)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("cannot start the approver: {e}"))?;
+    let mut input = serde_json::to_vec(&request_json(&request)).unwrap_or_default();
+    input.push(b'\n');
+    if let Some(mut stdin) = child.stdin.take() {
+        // An approver that does not read its input is its own business.
+        let _ = stdin.write_all(&input).await;
+    }
+    let mut out = Vec::new();
+    if let Some(stdout) = child.stdout.take() {
+        stdout
+            .take(MAX_ANSWER_BYTES)
+            .read_to_end(&mut out)
+            .await
+            .map_err(|e| format!("reading the approver failed: {e}"))?;
+    }
+    let status = child
+        .wait()
+        .await
+        .map_err(|e| format!("waiting for the approver failed: {e}"))?;
+    if !status.success() {
+        return Err(format!("the approver ended with {status}"));
+    }
+    let text = String::from_utf8_lossy(&out);
+    parse_answer(text.lines().next().unwrap_or(""), "The approver")
+}
+
+/// The message a person reads in the host's elicitation dialog.
+fn message(r: &ApprovalRequest) -> String {
+    let mut args = serde_json::to_string(&r.arguments).unwrap_or_default();
+    if args.len() > MAX_SHOWN_ARGS {
+        let mut cut = MAX_SHOWN_ARGS;
+        while !args.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        args.truncate(cut);
+        args.push_str(" ...");
+    }
+    format!(
+        "mcppol asks before server `{}` runs tool `{}` (rule {}, reason {}). Arguments: {}",
+        r.server,
+        r.tool,
+        r.decision.rule_id.as_deref().unwrap_or("none"),
+        r.decision.reason.as_str(),
+        args
+    )
+}
+
+async fn elicit(host: Arc<Peer>, request: ApprovalRequest) -> Result<Approval, String> {
+    let params = json!({
+        "message": message(&request),
+        "requestedSchema": {
+            "type": "object",
+            "properties": {
+                "decision": {
+                    "type": "string",
+                    "title": "Decision",
+                    "enum": ["allow_once", "allow_always", "deny"],
+                }
+            },
+            "required": ["decision"],
+        }
+    });
+    let answer = match host.request("elicitation/create", Some(params)).await {
+        Ok(a) => a,
+        Err(PeerError::Rpc(e)) => return Err(format!("the host answered error {}", e.code)),
+        Err(PeerError::Closed(why)) => return Err(why),
+    };
+    match answer.get("action").and_then(Value::as_str) {
+        Some("accept") => {
+            let word = answer
+                .pointer("/content/decision")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            match parse_answer(word, "The person") {
+                Ok(a @ (Approval::AllowOnce | Approval::AllowAlways)) => Ok(a),
+                _ => Ok(Approval::Deny("The person did not allow it.".into())),
+            }
+        }
+        _ => Ok(Approval::Deny("The person declined.".into())),
+    }
+}
+
+/// Whether the host can answer a form elicitation: it declared the
+/// capability, and (2025-11-25) not only for URLs.
+pub(crate) fn host_elicits(capabilities: &Value) -> bool {
+    match capabilities.get("elicitation") {
+        Some(Value::Object(e)) => e.is_empty() || e.contains_key("form"),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_and_capabilities() {
+        assert_eq!(parse_answer("allow_once\n", "x"), Ok(Approval::AllowOnce));
+        assert_eq!(
+            parse_answer(" allow_always ", "x"),
+            Ok(Approval::AllowAlways)
+        );
+        assert!(matches!(parse_answer("deny", "x"), Ok(Approval::Deny(_))));
+        assert!(matches!(
+            parse_answer("deny_and_halt", "x"),
+            Ok(Approval::DenyAndHalt(_))
+        ));
+        assert!(parse_answer("yes", "x").is_err());
+        assert!(parse_answer("", "x").is_err());
+        assert!(host_elicits(&json!({"elicitation": {}})));
+        assert!(host_elicits(
+            &json!({"elicitation": {"form": {}, "url": {}}})
+        ));
+        assert!(!host_elicits(&json!({"elicitation": {"url": {}}})));
+        assert!(!host_elicits(&json!({"roots": {}})));
+    }
+}

@@ -1,0 +1,268 @@
+//! What arrives from the host: each request on a task of its own (governed
+//! or relayed under a new id), notifications relayed as they came (a
+//! cancellation rewritten to the id the server knows), answers to the
+//! proxy's own requests delivered.
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncRead, BufReader};
+
+use super::answer::{self, call_answer, read_answer};
+use super::peer::PeerError;
+use super::upstream::{note_upstream, SLOT};
+use super::{build_pipeline, Inflight, Shared};
+use crate::mcp::framing::{FrameError, LineReader};
+use crate::mcp::jsonrpc::{codes, Id, Message, Notification, Request, Response};
+use crate::mcp::RpcError;
+use crate::pipeline::{args_digest, CallOptions, ErrorKind, Pipeline};
+
+/// Reads the host until it closes its input.
+pub(crate) async fn read<R: AsyncRead + Unpin>(shared: Arc<Shared>, input: R) {
+    let mut lines = LineReader::new(BufReader::new(input), shared.max_line_bytes);
+    loop {
+        match lines.next_line().await {
+            Ok(Some(line)) => on_line(&shared, line).await,
+            Ok(None) => return,
+            Err(FrameError::TooLong { max }) => {
+                tracing::warn!(target: "mcppol::proxy", max, "the host sent a line over the bound: refused");
+                shared
+                    .host
+                    .send_line(error_line(
+                        codes::INVALID_REQUEST,
+                        &format!("a line of more than {max} bytes"),
+                    ))
+                    .await;
+            }
+            Err(FrameError::Io(e)) => {
+                tracing::warn!(target: "mcppol::proxy", error = %e, "reading the host failed");
+                return;
+            }
+        }
+    }
+}
+
+/// An error answer with a null id (for a message whose id is unknown).
+fn error_line(code: i64, message: &str) -> Vec<u8> {
+    let mut line = serde_json::to_vec(&json!({
+        "jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}
+    }))
+    .unwrap_or_default();
+    line.push(b'\n');
+    line
+}
+
+async fn on_line(shared: &Arc<Shared>, line: &[u8]) {
+    let message = match Message::parse(line) {
+        Ok(m) => m,
+        Err(e) => {
+            // The line itself is not logged: it may carry arguments.
+            tracing::warn!(target: "mcppol::proxy", error = %e, "the host sent a line that is not JSON-RPC");
+            let code = match e {
+                crate::mcp::jsonrpc::MessageError::NotJson => codes::PARSE_ERROR,
+                _ => codes::INVALID_REQUEST,
+            };
+            shared
+                .host
+                .send_line(error_line(code, &e.to_string()))
+                .await;
+            return;
+        }
+    };
+    match message {
+        Message::Response(Response { id, outcome }) => {
+            if !shared.host.resolve(&id, outcome) {
+                tracing::debug!(target: "mcppol::proxy", %id, "an answer from the host to no pending request");
+            }
+        }
+        Message::Notification(n) if n.method == "notifications/cancelled" => {
+            cancel(shared, n).await
+        }
+        Message::Notification(_) => shared.server.send_line(line.to_vec()).await,
+        Message::Request(r) => start(shared, r).await,
+    }
+}
+
+/// The host cancelled one of its requests: stop serving it and tell the
+/// server, under the id the server knows.
+async fn cancel(shared: &Shared, n: Notification) {
+    let Some(params) = n.params.as_ref() else {
+        return;
+    };
+    let Ok(id) =
+        serde_json::from_value::<Id>(params.get("requestId").cloned().unwrap_or(Value::Null))
+    else {
+        return;
+    };
+    let entry = Shared::lock(&shared.inflight).remove(&id);
+    let Some(entry) = entry else {
+        return;
+    };
+    entry.abort.abort();
+    let upstream = *Shared::lock(&entry.upstream);
+    if let Some(upstream) = upstream {
+        let mut params = params.clone();
+        params["requestId"] = Value::from(upstream);
+        shared
+            .server
+            .notify("notifications/cancelled", Some(params))
+            .await;
+    }
+}
+
+async fn start(shared: &Arc<Shared>, request: Request) {
+    let slot = Arc::new(Mutex::new(None));
+    let full = Shared::lock(&shared.inflight).len() >= shared.max_pending;
+    if full {
+        let e = RpcError::new(
+            codes::INTERNAL_ERROR,
+            format!(
+                "mcppol: more than {} requests in flight",
+                shared.max_pending
+            ),
+        );
+        shared.host.respond(request.id, Err(e)).await;
+        return;
+    }
+    let id = request.id.clone();
+    let task_shared = shared.clone();
+    let task_slot = slot.clone();
+    // The entry is made before the task can end: it takes the same lock
+    // to remove it.
+    let mut inflight = Shared::lock(&shared.inflight);
+    let task = tokio::spawn(SLOT.scope(task_slot, async move {
+        let id = request.id.clone();
+        let outcome = serve(&task_shared, request).await;
+        Shared::lock(&task_shared.inflight).remove(&id);
+        task_shared.host.respond(id, outcome).await;
+    }));
+    inflight.insert(
+        id,
+        Inflight {
+            abort: task.abort_handle(),
+            upstream: slot,
+        },
+    );
+}
+
+fn pipeline(shared: &Shared) -> Result<Arc<Pipeline>, RpcError> {
+    shared.pipeline.get().cloned().ok_or_else(|| {
+        RpcError::new(
+            codes::INVALID_REQUEST,
+            "mcppol: the session is not initialized (send `initialize` first)",
+        )
+    })
+}
+
+fn params_of(request: &Request) -> &Value {
+    static EMPTY: Value = Value::Null;
+    request.params.as_ref().unwrap_or(&EMPTY)
+}
+
+fn str_param<'a>(params: &'a Value, key: &str, method: &str) -> Result<&'a str, RpcError> {
+    params.get(key).and_then(Value::as_str).ok_or_else(|| {
+        RpcError::new(
+            codes::INVALID_PARAMS,
+            format!("{method}: `{key}` is missing or not a string"),
+        )
+    })
+}
+
+fn options(params: &Value) -> CallOptions {
+    let mut opts = CallOptions::default();
+    if let Some(meta) = params.get("_meta") {
+        opts = opts.meta(meta.clone());
+    }
+    opts
+}
+
+/// One host request, governed or relayed.
+async fn serve(shared: &Arc<Shared>, request: Request) -> Result<Value, RpcError> {
+    let params = params_of(&request);
+    match request.method.as_str() {
+        "initialize" => {
+            let _ = shared
+                .host_caps
+                .set(params.get("capabilities").cloned().unwrap_or(json!({})));
+            let result = relay(shared, &request.method, request.params.clone()).await?;
+            shared.upstream.initialized(&result);
+            build_pipeline(shared);
+            Ok(result)
+        }
+        "tools/list" => {
+            let p = pipeline(shared)?;
+            let tools = p
+                .list_tools(&options(params))
+                .await
+                .map_err(answer::other_error)?;
+            Ok(json!({ "tools": tools }))
+        }
+        "tools/call" => {
+            let p = pipeline(shared)?;
+            let name = str_param(params, "name", "tools/call")?;
+            let args = params.get("arguments").cloned().unwrap_or(json!({}));
+            if !args.is_object() {
+                return Err(RpcError::new(
+                    codes::INVALID_PARAMS,
+                    "tools/call: `arguments` is not an object",
+                ));
+            }
+            let digest = shared.audit.as_ref().map(|_| args_digest(&args));
+            let out = p.call_tool(name, args, &options(params)).await;
+            if let (Err(e), Some(audit), Some(digest)) = (&out, &shared.audit, &digest) {
+                if e.kind == ErrorKind::NotFound {
+                    let hidden = shared
+                        .store
+                        .get(&shared.policy_name)
+                        .is_some_and(|pol| !pol.is_visible(&shared.server_id, name));
+                    audit.not_found(&shared.server_id, name, hidden, digest);
+                }
+            }
+            call_answer(name, out)
+        }
+        "resources/read" => {
+            let p = pipeline(shared)?;
+            let uri = str_param(params, "uri", "resources/read")?;
+            read_answer(
+                "resource read",
+                p.read_resource(uri, &options(params)).await,
+            )
+        }
+        "prompts/get" => {
+            let p = pipeline(shared)?;
+            let name = str_param(params, "name", "prompts/get")?;
+            let args = params.get("arguments").cloned();
+            read_answer(
+                "prompt get",
+                p.get_prompt(name, args, &options(params)).await,
+            )
+        }
+        method => relay(shared, method, request.params.clone()).await,
+    }
+}
+
+/// Relays a host request to the server under a new id and gives back the
+/// server's answer.
+async fn relay(shared: &Shared, method: &str, params: Option<Value>) -> Result<Value, RpcError> {
+    let (id, rx) = shared
+        .server
+        .start_request(method, params)
+        .await
+        .map_err(closed)?;
+    note_upstream(id);
+    let _forget = shared.server.forget_on_drop(id);
+    let answer = rx.await;
+    match answer {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(closed(e)),
+        Err(_) => Err(closed(PeerError::Closed("the server is gone".into()))),
+    }
+}
+
+/// A failed relay as the host's answer: the server's own error as it came.
+pub(crate) fn closed(e: PeerError) -> RpcError {
+    match e {
+        PeerError::Rpc(rpc) => rpc,
+        PeerError::Closed(why) => RpcError::new(codes::INTERNAL_ERROR, format!("mcppol: {why}")),
+    }
+}

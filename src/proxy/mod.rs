@@ -1,0 +1,208 @@
+//! `mcppol proxy`: a policy in front of any stdio MCP server. The proxy
+//! starts the server as a child and relays newline-delimited JSON-RPC
+//! between the host (its own stdin and stdout) and the child, untouched
+//! except where it governs: `tools/list`, `tools/call`, `resources/read`,
+//! `prompts/get` (through the pipeline) and the server's `roots/list`
+//! (pinned roots). See `docs/proxy.md`.
+//!
+//! - `peer.rs`: one side of the wire (writer task, the proxy's own
+//!   requests by id);
+//! - `host.rs` / `server.rs`: what arrives from each side;
+//! - `upstream.rs`: the server side as the pipeline's transport;
+//! - `answer.rs`: refusals as MCP answers; `roots.rs`: pinning;
+//!   `approve.rs`: the approver command and elicitation; `audit.rs`;
+//! - `child.rs`: starting, stopping and reaping the server.
+
+mod answer;
+mod approve;
+mod audit;
+mod child;
+mod host;
+mod peer;
+mod roots;
+mod server;
+mod upstream;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use serde_json::Value;
+
+pub(crate) use audit::Audit;
+use peer::Peer;
+use upstream::{Upstream, UpstreamSlot};
+
+use crate::mcp::jsonrpc::Id;
+use crate::pipeline::{Baseline, Hook, Pipeline, PolicySource};
+use crate::store::Store;
+
+/// The proxy's settings (the command line's flags).
+pub(crate) struct Config {
+    pub(crate) server_id: String,
+    pub(crate) store: Arc<Store>,
+    pub(crate) policy_name: String,
+    pub(crate) baseline: Baseline,
+    pub(crate) audit: Option<Arc<Audit>>,
+    pub(crate) approver: Option<String>,
+    pub(crate) hooks: Vec<Hook>,
+    pub(crate) command: Vec<String>,
+    /// The longest JSON-RPC line read from either side.
+    pub(crate) max_line_bytes: usize,
+    /// The most requests in flight each way.
+    pub(crate) max_pending: usize,
+    /// How long the server has to answer a governed request.
+    pub(crate) call_timeout: Duration,
+    /// How long the server has to exit once its stdin is closed.
+    pub(crate) grace: Duration,
+}
+
+/// A host request in flight: its task, and the id of what the proxy sent
+/// the server for it (so a cancellation can be passed on).
+pub(crate) struct Inflight {
+    abort: tokio::task::AbortHandle,
+    upstream: UpstreamSlot,
+}
+
+/// What every task of the proxy shares.
+pub(crate) struct Shared {
+    pub(crate) server_id: String,
+    pub(crate) store: Arc<Store>,
+    pub(crate) policy_name: String,
+    pub(crate) host: Arc<Peer>,
+    pub(crate) server: Arc<Peer>,
+    pub(crate) upstream: Arc<Upstream>,
+    pub(crate) pipeline: OnceLock<Arc<Pipeline>>,
+    /// The host's `initialize` capabilities.
+    pub(crate) host_caps: OnceLock<Value>,
+    /// Host requests in flight, by the host's id.
+    pub(crate) inflight: Mutex<HashMap<Id, Inflight>>,
+    /// Server requests relayed to the host: the server's id -> the proxy's
+    /// id on the host side.
+    pub(crate) relayed: Mutex<HashMap<Id, (i64, tokio::task::AbortHandle)>>,
+    pub(crate) audit: Option<Arc<Audit>>,
+    pub(crate) max_pending: usize,
+    pub(crate) max_line_bytes: usize,
+    /// Taken when the pipeline is built (after the handshake).
+    pub(crate) setup: Mutex<Option<Setup>>,
+}
+
+/// What building the pipeline needs, kept until the handshake is done.
+pub(crate) struct Setup {
+    pub(crate) baseline: Baseline,
+    pub(crate) approver: Option<String>,
+    pub(crate) hooks: Vec<Hook>,
+}
+
+impl Shared {
+    pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+        m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) fn policy_source(&self) -> PolicySource {
+        PolicySource::Store {
+            store: self.store.clone(),
+            name: self.policy_name.clone(),
+        }
+    }
+}
+
+/// Runs the proxy until the host closes its input or the server exits;
+/// returns the exit status (the server's).
+pub(crate) async fn run(config: Config) -> u8 {
+    let mut child = match child::spawn(&config.command) {
+        Ok(c) => c,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return child::CANNOT_START;
+        }
+    };
+    let (Some(child_in), Some(child_out)) = (child.stdin.take(), child.stdout.take()) else {
+        eprintln!("error: the server's pipes are missing");
+        child::stop(&mut child, Duration::ZERO).await;
+        return child::CANNOT_START;
+    };
+    let host = Arc::new(Peer::start("host", tokio::io::stdout(), config.max_pending));
+    let server = Arc::new(Peer::start("server", child_in, config.max_pending));
+    let upstream = Arc::new(Upstream::new(server.clone(), config.call_timeout));
+    let shared = Arc::new(Shared {
+        server_id: config.server_id,
+        store: config.store,
+        policy_name: config.policy_name,
+        host: host.clone(),
+        server: server.clone(),
+        upstream,
+        pipeline: OnceLock::new(),
+        host_caps: OnceLock::new(),
+        inflight: Mutex::new(HashMap::new()),
+        relayed: Mutex::new(HashMap::new()),
+        audit: config.audit,
+        max_pending: config.max_pending,
+        max_line_bytes: config.max_line_bytes,
+        setup: Mutex::new(Some(Setup {
+            baseline: config.baseline,
+            approver: config.approver,
+            hooks: config.hooks,
+        })),
+    });
+    server::watch_roots(&shared);
+    let from_host = tokio::spawn(host::read(shared.clone(), tokio::io::stdin()));
+    let from_server = tokio::spawn(server::read(shared.clone(), child_out));
+    let status = tokio::select! {
+        _ = from_host => {
+            tracing::info!(target: "mcppol::proxy", "the host closed the input: stopping the server");
+            server.close_stream().await;
+            child::stop(&mut child, config.grace).await
+        }
+        _ = from_server => {
+            // Every request still waiting on the server fails now.
+            server.close("the server exited");
+            child::stop(&mut child, config.grace).await
+        }
+    };
+    server.close("the server exited");
+    tracing::info!(target: "mcppol::proxy", status = %status.describe, "the server ended");
+    // The requests that were waiting on the server answer the host (with
+    // an error) before its output is closed.
+    for _ in 0..200 {
+        if Shared::lock(&shared.inflight).is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    host.finish(Duration::from_secs(2)).await;
+    status.code
+}
+
+/// Builds the pipeline once the handshake has told what the host can do.
+pub(crate) fn build_pipeline(shared: &Shared) -> Option<Arc<Pipeline>> {
+    let setup = Shared::lock(&shared.setup).take()?;
+    let caps = shared.host_caps.get().cloned().unwrap_or(Value::Null);
+    let mut builder = Pipeline::builder(
+        &shared.server_id,
+        shared.upstream.clone(),
+        shared.policy_source(),
+    )
+    .baseline(setup.baseline)
+    .hooks(setup.hooks);
+    if let Some(command) = setup.approver {
+        builder = builder.approver(approve::ProxyApprover::Command(command));
+    } else if approve::host_elicits(&caps) {
+        builder = builder.approver(approve::ProxyApprover::Elicit(shared.host.clone()));
+    }
+    if let Some(audit) = &shared.audit {
+        let audit = audit.clone();
+        builder = builder.observer(Arc::new(move |r| audit.record(r)));
+    }
+    match builder.build() {
+        Ok(p) => {
+            let p = Arc::new(p);
+            let _ = shared.pipeline.set(p.clone());
+            Some(p)
+        }
+        Err(e) => {
+            tracing::error!(target: "mcppol::proxy", error = %e, "the pipeline cannot be built");
+            None
+        }
+    }
+}

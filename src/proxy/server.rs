@@ -1,0 +1,210 @@
+//! What arrives from the server: answers to the proxy's requests
+//! delivered; notifications relayed as they came (and shown to the
+//! pipeline: `tools/list_changed` lists again); the server's requests
+//! relayed to the host under a new id, except `roots/list` while the
+//! policy pins roots.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncRead, BufReader};
+
+use super::host::closed;
+use super::roots;
+use super::Shared;
+use crate::mcp::framing::{FrameError, LineReader};
+use crate::mcp::jsonrpc::{codes, Id, Message, Notification, Request, Response};
+use crate::mcp::RpcError;
+
+/// Reads the server until its output ends (it exited) or breaks the bound.
+pub(crate) async fn read<R: AsyncRead + Unpin>(shared: Arc<Shared>, output: R) {
+    let mut lines = LineReader::new(BufReader::new(output), shared.max_line_bytes);
+    loop {
+        match lines.next_line().await {
+            Ok(Some(line)) => on_line(&shared, line).await,
+            Ok(None) => return,
+            Err(FrameError::TooLong { max }) => {
+                // A server that breaks the bound is not trusted to frame
+                // the rest: the session ends.
+                tracing::error!(target: "mcppol::proxy", max, "the server sent a line over the bound: stopping");
+                return;
+            }
+            Err(FrameError::Io(e)) => {
+                tracing::warn!(target: "mcppol::proxy", error = %e, "reading the server failed");
+                return;
+            }
+        }
+    }
+}
+
+async fn on_line(shared: &Arc<Shared>, line: &[u8]) {
+    let message = match Message::parse(line) {
+        Ok(m) => m,
+        Err(e) => {
+            tracing::warn!(target: "mcppol::proxy", error = %e, "the server sent a line that is not JSON-RPC: dropped");
+            return;
+        }
+    };
+    match message {
+        Message::Response(Response { id, outcome }) => {
+            if !shared.server.resolve(&id, outcome) {
+                tracing::debug!(target: "mcppol::proxy", %id, "an answer from the server to no pending request");
+            }
+        }
+        Message::Notification(n) => on_notification(shared, n, line).await,
+        Message::Request(r) => start(shared, r),
+    }
+}
+
+async fn on_notification(shared: &Arc<Shared>, n: Notification, line: &[u8]) {
+    if n.method == "notifications/cancelled" {
+        // The server cancelled a request it sent the host: pass it on under
+        // the host side's id, and stop waiting for it.
+        let id = n
+            .params
+            .as_ref()
+            .and_then(|p| p.get("requestId").cloned())
+            .and_then(|v| serde_json::from_value::<Id>(v).ok());
+        let relayed = id.and_then(|id| Shared::lock(&shared.relayed).remove(&id));
+        if let Some((host_id, abort)) = relayed {
+            abort.abort();
+            if host_id == 0 {
+                // Not sent to the host yet: nothing to cancel there.
+                return;
+            }
+            let mut params = n.params.unwrap_or(json!({}));
+            params["requestId"] = Value::from(host_id);
+            shared
+                .host
+                .notify("notifications/cancelled", Some(params))
+                .await;
+        }
+        return;
+    }
+    if n.method == "notifications/tools/list_changed" {
+        if let Some(p) = shared.pipeline.get().cloned() {
+            // List again and compare (a changed definition is logged);
+            // the next call sees the new listing.
+            tokio::spawn(async move {
+                if let Err(e) = p.refresh_tools().await {
+                    tracing::warn!(target: "mcppol::proxy", error = %e, "listing the tools again failed");
+                }
+            });
+        }
+    }
+    let _ = shared.upstream.notes.send(n);
+    shared.host.send_line(line.to_vec()).await;
+}
+
+fn start(shared: &Arc<Shared>, request: Request) {
+    let task_shared = shared.clone();
+    let server_id = request.id.clone();
+    // The task's abort handle is recorded before it can finish: it takes
+    // the same lock to remove its entry.
+    let mut relayed = Shared::lock(&shared.relayed);
+    let task = tokio::spawn(async move {
+        let id = request.id.clone();
+        let outcome = serve(&task_shared, request).await;
+        Shared::lock(&task_shared.relayed).remove(&id);
+        task_shared.server.respond(id, outcome).await;
+    });
+    // The host-side id is filled in when the request is sent.
+    relayed.insert(server_id, (0, task.abort_handle()));
+}
+
+async fn serve(shared: &Arc<Shared>, request: Request) -> Result<Value, RpcError> {
+    let pinned = shared
+        .store
+        .get(&shared.policy_name)
+        .and_then(|p| p.roots().map(<[String]>::to_vec));
+    match (request.method.as_str(), pinned) {
+        ("roots/list", Some(pinned)) => {
+            let answer = ask_host(shared, &request.id, "roots/list", request.params).await;
+            let host_roots = match answer {
+                Ok(v) => v
+                    .get("roots")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default(),
+                Err(e) => {
+                    tracing::warn!(target: "mcppol::proxy", code = e.code, "the host did not list its roots: the server gets none");
+                    Vec::new()
+                }
+            };
+            let (kept, dropped) = roots::pin(&host_roots, &pinned);
+            for uri in &dropped {
+                tracing::warn!(target: "mcppol::proxy", root = %uri, "a root of the host outside every pinned root was dropped");
+            }
+            Ok(json!({ "roots": kept }))
+        }
+        (method, _) => ask_host(shared, &request.id, method, request.params).await,
+    }
+}
+
+/// Sends the host a request for the server, under a new id.
+async fn ask_host(
+    shared: &Shared,
+    server_id: &Id,
+    method: &str,
+    params: Option<Value>,
+) -> Result<Value, RpcError> {
+    let (id, rx) = shared
+        .host
+        .start_request(method, params)
+        .await
+        .map_err(closed)?;
+    if let Some(entry) = Shared::lock(&shared.relayed).get_mut(server_id) {
+        entry.0 = id;
+    }
+    let _forget = shared.host.forget_on_drop(id);
+    match rx.await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(closed(e)),
+        Err(_) => Err(RpcError::new(
+            codes::INTERNAL_ERROR,
+            "mcppol: the host is gone",
+        )),
+    }
+}
+
+/// While the policy pins roots, an edit that changes them is announced to
+/// the server (`notifications/roots/list_changed`), so it asks again and
+/// gets the new intersection. Only when the host declared `roots`: a server
+/// of a host without them does not use them. Runs on a thread of its own
+/// (the store's notices are a blocking channel) until the store goes.
+pub(crate) fn watch_roots(shared: &Arc<Shared>) {
+    let swaps = shared.store.subscribe();
+    let handle = tokio::runtime::Handle::current();
+    let weak = Arc::downgrade(shared);
+    let roots_of = |s: &Shared| {
+        s.store
+            .get(&s.policy_name)
+            .and_then(|p| p.roots().map(<[String]>::to_vec))
+    };
+    let mut last = roots_of(shared);
+    let spawned = std::thread::Builder::new()
+        .name("mcppol-roots".into())
+        .spawn(move || {
+            for _swap in swaps {
+                let Some(shared) = weak.upgrade() else {
+                    return;
+                };
+                let now = roots_of(&shared);
+                let host_has_roots = shared
+                    .host_caps
+                    .get()
+                    .is_some_and(|c| c.get("roots").is_some());
+                if now != last && host_has_roots {
+                    tracing::info!(target: "mcppol::proxy", "the pinned roots changed: the server is told to list them again");
+                    let server = shared.server.clone();
+                    handle.spawn(async move {
+                        server.notify("notifications/roots/list_changed", None).await;
+                    });
+                }
+                last = now;
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!(target: "mcppol::proxy", error = %e, "cannot watch the pinned roots: an edit of them reaches the server on its next roots/list");
+    }
+}

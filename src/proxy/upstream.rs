@@ -1,0 +1,135 @@
+//! The server as the pipeline sees it: a [`Transport`] over the server
+//! side of the wire. The host runs the handshake through the proxy; what
+//! the server answered is recorded here for the pipeline.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::sync::broadcast;
+
+use super::peer::{Peer, PeerError};
+use crate::mcp::{BoxFuture, McpError, Notification, ServerInfo, Transport};
+
+/// Where a governed request records the id the proxy gave the request it
+/// sent the server, so a host's cancellation can name it.
+pub(crate) type UpstreamSlot = Arc<Mutex<Option<i64>>>;
+
+tokio::task_local! {
+    /// The slot of the host request this task serves.
+    pub(crate) static SLOT: UpstreamSlot;
+}
+
+/// Records `id` in the current host request's slot, if any.
+pub(crate) fn note_upstream(id: i64) {
+    let _ = SLOT.try_with(|slot| {
+        *slot
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(id);
+    });
+}
+
+/// The server side as a transport.
+pub(crate) struct Upstream {
+    pub(crate) peer: Arc<Peer>,
+    info: OnceLock<ServerInfo>,
+    unknown: ServerInfo,
+    pub(crate) notes: broadcast::Sender<Notification>,
+    timeout: Duration,
+}
+
+impl Upstream {
+    pub(crate) fn new(peer: Arc<Peer>, timeout: Duration) -> Upstream {
+        Upstream {
+            peer,
+            info: OnceLock::new(),
+            unknown: ServerInfo::default(),
+            notes: broadcast::channel(256).0,
+            timeout,
+        }
+    }
+
+    /// Records the server's answer to `initialize`. Unlike a client of its
+    /// own, the proxy refuses no protocol version: what the host and the
+    /// server agreed on is theirs, and what a newer version adds passes
+    /// through.
+    pub(crate) fn initialized(&self, result: &Value) {
+        let info = ServerInfo::from_initialize(result).unwrap_or_else(|_| ServerInfo {
+            protocol_version: result
+                .get("protocolVersion")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            capabilities: result.get("capabilities").cloned().unwrap_or(json!({})),
+            info: result.get("serverInfo").cloned().unwrap_or(json!({})),
+            instructions: None,
+        });
+        let _ = self.info.set(info);
+    }
+}
+
+fn to_mcp(e: PeerError) -> McpError {
+    match e {
+        PeerError::Rpc(rpc) => McpError::Rpc(rpc),
+        PeerError::Closed(why) => McpError::Transport(why),
+    }
+}
+
+impl Transport for Upstream {
+    fn request<'a>(
+        &'a self,
+        method: &'a str,
+        params: Option<Value>,
+    ) -> BoxFuture<'a, Result<Value, McpError>> {
+        Box::pin(async move {
+            let sent = AtomicI64::new(0);
+            let answer = async {
+                let (id, rx) = self
+                    .peer
+                    .start_request(method, params)
+                    .await
+                    .map_err(to_mcp)?;
+                sent.store(id, Ordering::Relaxed);
+                note_upstream(id);
+                let _forget = self.peer.forget_on_drop(id);
+                match rx.await {
+                    Ok(outcome) => outcome.map_err(to_mcp),
+                    Err(_) => Err(McpError::Transport("the server is gone".into())),
+                }
+            };
+            match tokio::time::timeout(self.timeout, answer).await {
+                Ok(outcome) => outcome,
+                Err(_) => {
+                    let id = sent.load(Ordering::Relaxed);
+                    self.peer
+                        .notify(
+                            "notifications/cancelled",
+                            Some(json!({"requestId": id, "reason": "timeout"})),
+                        )
+                        .await;
+                    Err(McpError::Timeout(self.timeout))
+                }
+            }
+        })
+    }
+
+    fn notify<'a>(
+        &'a self,
+        method: &'a str,
+        params: Option<Value>,
+    ) -> BoxFuture<'a, Result<(), McpError>> {
+        Box::pin(async move {
+            self.peer.notify(method, params).await;
+            Ok(())
+        })
+    }
+
+    fn subscribe(&self) -> broadcast::Receiver<Notification> {
+        self.notes.subscribe()
+    }
+
+    fn server(&self) -> &ServerInfo {
+        self.info.get().unwrap_or(&self.unknown)
+    }
+}

@@ -1,0 +1,56 @@
+//! Deciding allocates nothing: the benchmarks' generated policies at every
+//! size, and their whole request mix (deny, ask, allow and default
+//! decisions, folded names, path and regex predicates), counted by a
+//! counting allocator that wraps the system allocator for this test binary.
+//! The figure is also printed by the `load` benchmark (allocs/decision).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[path = "../benches/common/gen.rs"]
+mod gen;
+
+use std::alloc::System;
+use std::hint::black_box;
+
+use mcppol::{PolicySet, Request};
+use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
+
+#[global_allocator]
+static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+
+#[test]
+fn a_decision_allocates_nothing_at_any_size() {
+    for size in gen::SIZES {
+        let work = gen::Workload::new(size).unwrap();
+        let set = PolicySet::from_text("generated.mcppol", &work.text).unwrap();
+        let policy = set.get(&work.spec.name).unwrap();
+        let taints: Vec<Vec<&str>> = work.requests.iter().map(|(_, r)| r.taint_refs()).collect();
+        let requests: Vec<Request<'_>> = work
+            .requests
+            .iter()
+            .zip(&taints)
+            .map(|((_, r), t)| gen::mcppol_request(r, t))
+            .collect();
+        let mut kinds = [0usize; 5];
+        // Once to warm up (a regex builds its search cache on first use).
+        for r in &requests {
+            kinds[gen::kind_of(&policy.decide(r))] += 1;
+        }
+        assert!(
+            kinds[..4].iter().all(|&n| n > 0),
+            "every kind of decision is in the mix: {kinds:?}"
+        );
+        let region = Region::new(GLOBAL);
+        for r in &requests {
+            black_box(policy.decide(black_box(r)));
+        }
+        let change = region.change();
+        assert_eq!(
+            (change.allocations, change.reallocations),
+            (0, 0),
+            "{size} rules: {} allocations over {} decisions",
+            change.allocations + change.reallocations,
+            requests.len()
+        );
+    }
+}

@@ -1,0 +1,77 @@
+//! The integration tests, in one test binary: one module per area, the
+//! helpers of `common` shared once. One binary links once, where one per
+//! file linked the crate and its dependencies 30 times over: after a change
+//! to `src/`, `cargo test --no-run` took 50-55 s (31 executables, about
+//! 24 MB each) and takes about 26 s now (4 executables; this one is 47 MB),
+//! on the 2 shared cores of the session that measured it.
+//!
+//! A module that needs a cargo feature (the `mcppol` binary is built with
+//! `cli`) is compiled only with it, so `cargo test --no-default-features`
+//! runs what a decide-only build can. Three tests stay out of this binary,
+//! because they measure the whole process: `tests/runaway.rs` and
+//! `tests/allocations.rs` install a counting global allocator, whose counts
+//! would take in every other test's allocations here, and `tests/load.rs`
+//! checks that the RSS stays flat.
+//!
+//! Snapshots (`snapshots/suite__MODULE__NAME.snap`) and proptest
+//! regression files (`MODULE.proptest-regressions`) live beside the
+//! modules; the fixtures stay in `tests/fixtures/`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+#[cfg(feature = "cli")]
+mod authoring_cli;
+#[cfg(feature = "pipeline")]
+mod claude_command_hooks;
+#[cfg(feature = "cli")]
+mod claude_hook;
+#[cfg(feature = "cli")]
+mod cli;
+#[cfg(feature = "cli")]
+mod cwd_root;
+mod diagnostics;
+#[cfg(feature = "cli")]
+mod docs_examples;
+mod explain_agrees;
+#[cfg(feature = "pipeline")]
+mod faults;
+mod fmt;
+#[cfg(feature = "cli")]
+mod hardened_cli;
+#[cfg(feature = "cli")]
+mod hardening_cli;
+mod library_errors;
+#[cfg(feature = "pipeline")]
+mod limits;
+#[cfg(feature = "cli")]
+mod lint;
+mod loose_matching;
+#[cfg(feature = "pipeline")]
+mod mcp_stdio;
+#[cfg(feature = "pipeline")]
+mod pipeline;
+#[cfg(feature = "pipeline")]
+mod pipeline_recipes;
+mod properties;
+#[cfg(all(feature = "cli", feature = "pipeline"))]
+mod proxy;
+#[cfg(all(feature = "cli", feature = "pipeline"))]
+mod proxy_e2e;
+mod robustness;
+#[cfg(feature = "cli")]
+mod roots;
+mod semantics;
+mod semantics_hardening;
+#[cfg(feature = "store")]
+mod store;
+#[cfg(feature = "store")]
+mod store_inputs;
+#[cfg(feature = "store")]
+mod store_logs;
+#[cfg(feature = "store")]
+mod store_notify;
+#[cfg(feature = "cli")]
+mod tainted_by;
+mod telemetry;
