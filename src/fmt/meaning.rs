@@ -3,94 +3,17 @@
 //! test, since the compiled rules are not public.
 
 use proptest::prelude::*;
-use serde_json::json;
 
-use super::{format, FmtError};
-use crate::{PolicySet, Request, TargetKind, ToolApproval};
+#[path = "../../tests/suite/common/fmt_check.rs"]
+mod fmt_check;
 
-fn fmt(origin: &str, text: &str) -> String {
-    match format(origin, text) {
-        Ok(s) => s,
-        Err(FmtError::Syntax(d)) => panic!("{origin}: syntax errors: {d:?}"),
-        Err(FmtError::Unsafe(m)) => panic!("{origin}: {m}"),
-    }
-}
+use crate::PolicySet;
+use fmt_check::{corpus, decisions, fmt};
 
 /// The compiled policies, spans left out: what a file means.
 fn meaning(origin: &str, text: &str) -> String {
     let set = PolicySet::from_text(origin, text).unwrap_or_else(|e| panic!("{}", e.render(false)));
     crate::fuzzing::meaning(&set)
-}
-
-/// Decisions over a spread of requests, to compare before and after.
-fn decisions(origin: &str, text: &str) -> Vec<String> {
-    let set = PolicySet::from_text(origin, text).unwrap();
-    let args = [
-        json!({}),
-        json!({"path": "/srv/a", "mode": "r", "n": 2, "id": "T-1"}),
-        json!({"path": "/etc", "source": "/srv/x", "destination": "/tmp", "branch": "main", "to": "a@example.com"}),
-        json!({"path": 3, "attempt": 2, "paths": ["/srv/sandbox/a"], "odd key": [{"name": "z"}]}),
-    ];
-    let names = [
-        ("fs", "read_text_file"),
-        ("fs", "write_file"),
-        ("fs", "read"),
-        ("github", "delete_repo"),
-        ("github", "create_issue"),
-        ("git", "push_force"),
-        ("mail", "send"),
-        ("docs", "x"),
-        ("x", "y"),
-        ("a", "b"),
-        ("t", "close"),
-        ("ops", "restart_service"),
-        ("fs", "secret_x"),
-    ];
-    let mut out = Vec::new();
-    for p in set.iter() {
-        for (server, name) in names {
-            for (i, a) in args.iter().enumerate() {
-                for kind in TargetKind::ALL {
-                    let taint: &[&str] = if i % 2 == 1 { &["web"] } else { &[] };
-                    let approval = [
-                        ToolApproval::Approved,
-                        ToolApproval::New,
-                        ToolApproval::Changed,
-                    ][i % 3];
-                    let r = Request::new(kind, server, name)
-                        .with_args(a)
-                        .with_taint(taint)
-                        .with_approval(approval)
-                        .with_principal("dana");
-                    // Formatting may move a rule to another line: the
-                    // decision, not where its rule is written, must stay.
-                    let mut d = p.decide(&r);
-                    d.line = None;
-                    out.push(format!("{} {server}/{name} {i} {}", p.name(), d.to_json()));
-                }
-            }
-        }
-    }
-    out
-}
-
-fn corpus() -> Vec<(String, String)> {
-    let mut files = Vec::new();
-    for dir in ["tests/fixtures/fmt", "policies", "tests/fixtures/ok"] {
-        let mut entries: Vec<_> =
-            std::fs::read_dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir))
-                .unwrap()
-                .map(|e| e.unwrap().path())
-                .collect();
-        entries.sort();
-        for path in entries {
-            if path.extension().is_some_and(|e| e == "mcppol") {
-                let text = std::fs::read_to_string(&path).unwrap();
-                files.push((path.display().to_string(), text));
-            }
-        }
-    }
-    files
 }
 
 #[test]

@@ -3,6 +3,7 @@
 #![allow(dead_code, clippy::unwrap_used)]
 
 pub mod case;
+pub mod fmt_check;
 mod words;
 
 use std::sync::{Arc, Mutex};
