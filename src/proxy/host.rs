@@ -78,6 +78,12 @@ async fn on_line(shared: &Arc<Shared>, line: &[u8]) {
         Message::Notification(n) if n.method == "notifications/cancelled" => {
             cancel(shared, n).await
         }
+        // Every MCP notification is `notifications/...`. Anything else sent
+        // without an id (`tools/call` among them) would reach the server
+        // ungoverned, if the server acted on it: it is dropped.
+        Message::Notification(n) if !n.method.starts_with("notifications/") => {
+            tracing::warn!(target: "mcppol::proxy", method = %n.method, "the host sent a request without an id: dropped, it is not governed");
+        }
         Message::Notification(_) => shared.server.send_line(line.to_vec()).await,
         Message::Request(r) => start(shared, r).await,
     }

@@ -649,3 +649,23 @@ fn a_server_that_ignores_the_closed_input_is_killed_with_its_group_after_the_gra
     }
     assert!(gone, "the server's background process is still running");
 }
+
+#[test]
+fn a_request_sent_without_an_id_never_reaches_the_server() {
+    let (dir, policy) = setup(POLICY);
+    let mut proxy = start(dir.path(), &policy, &[]);
+    proxy.initialize(json!({}));
+    // A `tools/call` without an id would bypass the pipeline: dropped.
+    proxy.send(json!({"jsonrpc": "2.0", "method": "tools/call",
+        "params": {"name": "read_file", "arguments": {"path": "/etc/passwd"}}}));
+    // A real notification still passes; a governed call after it is the
+    // marker that the server has read everything sent before.
+    proxy.send(json!({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}));
+    let answer = proxy.call("echo", json!({"text": "after"}));
+    assert!(answer.get("result").is_some(), "{answer}");
+    assert_eq!(calls_reaching_server(dir.path()), ["echo"]);
+    assert!(server_log(dir.path())
+        .iter()
+        .any(|m| m["method"] == "notifications/roots/list_changed"));
+    assert!(proxy.stderr_text().contains("request without an id"));
+}
