@@ -84,19 +84,23 @@ impl Deref for Folded<'_> {
 }
 
 /// Folds like [`fold`], without allocating for short ASCII names.
+#[inline]
 pub fn fold_name(name: &str) -> Folded<'_> {
     let bytes = name.as_bytes();
     if let Some(mut buf) = (bytes.len() <= INLINE).then_some([0u8; INLINE]) {
-        // One pass that the compiler vectorizes: fold every byte, and note
-        // whether any changed and whether any is past ASCII.
+        if let Some(head) = buf.get_mut(..bytes.len()) {
+            head.copy_from_slice(bytes);
+        }
+        // One pass over the whole buffer, a fixed length, which the
+        // compiler turns into a few vector operations: fold every byte,
+        // and note whether any changed and whether any is past ASCII
+        // (the zeros after the name fold to zeros).
         let (mut diff, mut high) = (0u8, 0u8);
-        if let Some(dst) = buf.get_mut(..bytes.len()) {
-            for (out, &b) in dst.iter_mut().zip(bytes) {
-                let f = fold_ascii(b);
-                diff |= f ^ b;
-                high |= b;
-                *out = f;
-            }
+        for b in &mut buf {
+            let f = fold_ascii(*b);
+            diff |= f ^ *b;
+            high |= *b;
+            *b = f;
         }
         if high < 0x80 {
             return if diff == 0 {
@@ -131,6 +135,15 @@ fn fold_ascii(b: u8) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::{fold, fold_name, Folded};
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn fold_name_agrees_with_fold_on_any_text(name in "[ -~]{0,70}|.{0,10}") {
+            let folded = fold_name(&name);
+            prop_assert_eq!(folded.as_str(), fold(&name));
+        }
+    }
 
     #[test]
     fn fold_name_agrees_with_fold() {
