@@ -14,6 +14,9 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use serde_json::{Map, Number, Value};
 
+use serde_json::value::RawValue;
+
+use super::raw_args;
 use super::sink::{HostCall, Reached, Sink};
 use super::Request;
 use crate::paths;
@@ -378,6 +381,43 @@ fn walk<'v>(
     }
 }
 
+/// [`walk`] over arguments still in their JSON text: a selector that starts
+/// with a key reads that key's value alone (a string without escapes
+/// borrowed from the text); anything else, or an observer that shows each
+/// value reached, reads the whole object. Text that does not read (never,
+/// once the params reader has checked it) is a failure.
+fn walk_raw<'v>(
+    raw: &'v RawValue,
+    steps: &[Step],
+    flatten: bool,
+    whole: bool,
+    visit: &mut dyn FnMut(Slot<'_>) -> ControlFlow<()>,
+) -> ControlFlow<()> {
+    let parsed;
+    match steps.split_first() {
+        Some((Step::Key(key), rest)) if !whole => match raw_args::get(raw, key) {
+            Ok(None) => visit(Slot::Missing),
+            Ok(Some(raw_args::Found::Str(s))) if rest.is_empty() => {
+                visit(Slot::Found(Leaf::Str(&s)))
+            }
+            // A step into a string finds nothing.
+            Ok(Some(raw_args::Found::Str(_))) => visit(Slot::Missing),
+            Ok(Some(raw_args::Found::Json(value))) => {
+                parsed = value;
+                walk(&parsed, rest, flatten, 0, &mut |slot| visit(slot))
+            }
+            Err(()) => visit(Slot::TooDeep),
+        },
+        _ => match raw_args::parse(raw) {
+            Ok(value) => {
+                parsed = value;
+                walk(&parsed, steps, flatten, 0, &mut |slot| visit(slot))
+            }
+            Err(()) => visit(Slot::TooDeep),
+        },
+    }
+}
+
 /// What a test makes of a selector that finds nothing.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum OnMissing {
@@ -423,9 +463,10 @@ fn quantify<S: Sink>(
         ControlFlow::Continue(())
     };
     let _ = match operand {
-        Operand::Args(steps) => match request.args {
-            Some(args) => walk(args, steps, flatten, 0, &mut visit),
-            None => visit(Slot::Missing),
+        Operand::Args(steps) => match (request.args, request.raw_args) {
+            (Some(args), _) => walk(args, steps, flatten, 0, &mut visit),
+            (None, Some(raw)) => walk_raw(raw, steps, flatten, S::ON, &mut visit),
+            (None, None) => visit(Slot::Missing),
         },
         Operand::Assigns(steps) => match request.assigns {
             Some(assigns) => walk(assigns, steps, flatten, 0, &mut visit),
@@ -485,7 +526,18 @@ pub(crate) fn eval_pred<S: Sink>(pred: &Pred, facts: &Facts<'_>, sink: &mut S) -
                 sink.host(HostCall::Unregistered);
                 return Tri::Failed;
             };
-            let outcome = catch_unwind(AssertUnwindSafe(|| p.call(facts.request)));
+            // A host predicate sees the arguments built, as a host that
+            // built the request itself would have given them.
+            let parsed;
+            let mut request = *facts.request;
+            if let (None, Some(raw)) = (request.args, request.raw_args) {
+                let Ok(value) = raw_args::parse(raw) else {
+                    return Tri::Failed;
+                };
+                parsed = value;
+                request = request.with_args(&parsed);
+            }
+            let outcome = catch_unwind(AssertUnwindSafe(|| p.call(&request)));
             if S::ON {
                 sink.host(match &outcome {
                     Ok(Ok(b)) => HostCall::Returned(*b),

@@ -6,6 +6,7 @@ mod decision;
 pub mod explain;
 #[cfg(feature = "cli")]
 pub mod owned;
+mod raw_args;
 mod request;
 pub(crate) mod sink;
 mod wire;

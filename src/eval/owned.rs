@@ -151,6 +151,7 @@ impl OwnedRequest {
             server: &self.server,
             name: &self.name,
             args: Some(&self.args),
+            raw_args: None,
             annotations: self.annotations.as_ref(),
             taint: &taint,
             taint_unknown: self.taint_unknown,

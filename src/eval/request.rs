@@ -1,5 +1,6 @@
 //! What a host asks about: one tool call, resource read or prompt get.
 
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::fingerprint::ToolApproval;
@@ -49,6 +50,10 @@ pub struct Request<'a> {
     pub name: &'a str,
     /// The call's final arguments (a JSON object). `None` reads as `{}`.
     pub args: Option<&'a Value>,
+    /// The arguments as JSON text, when the request was built from the
+    /// wire ([`crate::ToolCallParams::request`]) and `args` is `None`:
+    /// conditions read the keys they name from it.
+    pub(crate) raw_args: Option<&'a RawValue>,
     /// The tool's MCP `annotations` object (`readOnlyHint`, ...).
     pub annotations: Option<&'a Value>,
     /// Server ids whose output is already in the model's context.
@@ -83,6 +88,7 @@ impl<'a> Request<'a> {
             server,
             name,
             args: None,
+            raw_args: None,
             annotations: None,
             taint: &[],
             taint_unknown: false,
@@ -113,6 +119,15 @@ impl<'a> Request<'a> {
     /// The call's arguments.
     pub fn with_args(mut self, args: &'a Value) -> Self {
         self.args = Some(args);
+        self.raw_args = None;
+        self
+    }
+
+    /// The call's arguments as JSON text, read key by key as conditions
+    /// name them (already checked: valid JSON, not nested too deep).
+    pub(crate) fn with_raw_args(mut self, args: &'a RawValue) -> Self {
+        self.args = None;
+        self.raw_args = Some(args);
         self
     }
 

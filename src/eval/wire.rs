@@ -1,18 +1,25 @@
 //! A request straight from the wire: the `params` of an MCP `tools/call`
-//! as JSON bytes, read without building a `Value` for anything but the
-//! arguments.
+//! as JSON bytes, read without building a `Value`: the arguments stay JSON
+//! text that conditions read key by key.
 
 use std::borrow::Cow;
+use std::sync::OnceLock;
 
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 
+use super::raw_args;
 use super::Request;
 
 /// The `params` of an MCP `tools/call` request, read from its JSON bytes:
 /// the tool's `name` (borrowed from the bytes unless it holds an escape)
-/// and its `arguments`, the one part conditions read as JSON. Other members
-/// (`_meta`, ...) are skipped without being built.
+/// and its `arguments`, checked (valid JSON, an object, nested at most as
+/// deep as `serde_json` builds) but kept as text borrowed from the bytes.
+/// A condition on `args.KEY` reads that key's value alone, so a call whose
+/// deciding rules read no argument builds no `Value` tree at all; the
+/// decision is the one a [`Request`] with the arguments built would get.
+/// Other members (`_meta`, ...) are skipped without being built.
 ///
 /// ```
 /// use mcppol::{PolicySet, ToolCallParams, Verdict};
@@ -29,10 +36,18 @@ use super::Request;
 /// assert_eq!(decision.decision, Verdict::Allow);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct ToolCallParams<'b> {
     name: Cow<'b, str>,
-    arguments: Option<Value>,
+    arguments: Option<&'b RawValue>,
+    /// The arguments built, once [`ToolCallParams::arguments`] is called.
+    built: OnceLock<Option<Value>>,
+}
+
+impl PartialEq for ToolCallParams<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name && self.arguments() == other.arguments()
+    }
 }
 
 /// Why `tools/call` params could not be read.
@@ -57,8 +72,8 @@ pub enum ParamsError {
 struct Raw<'b> {
     #[serde(borrow)]
     name: Cow<'b, str>,
-    #[serde(default)]
-    arguments: Option<Value>,
+    #[serde(default, borrow)]
+    arguments: Option<&'b RawValue>,
 }
 
 impl<'b> ToolCallParams<'b> {
@@ -77,23 +92,24 @@ impl<'b> ToolCallParams<'b> {
         }
         let raw: Raw<'b> =
             serde_json::from_slice(bytes).map_err(|e| ParamsError::Invalid(e.to_string()))?;
-        match &raw.arguments {
-            None | Some(Value::Object(_)) => {}
-            Some(Value::Null) => {
-                return Ok(ToolCallParams {
-                    name: raw.name,
-                    arguments: None,
-                })
-            }
+        let arguments = match raw.arguments {
+            // `null` reads as no arguments.
+            None => None,
+            Some(args) if args.get() == "null" => None,
+            Some(args) if args.get().starts_with('{') => Some(args),
             Some(_) => {
                 return Err(ParamsError::Invalid(
                     "`arguments` is not an object".to_string(),
                 ))
             }
+        };
+        if let Some(args) = arguments {
+            raw_args::check(args).map_err(ParamsError::Invalid)?;
         }
         Ok(ToolCallParams {
             name: raw.name,
-            arguments: raw.arguments,
+            arguments,
+            built: OnceLock::new(),
         })
     }
 
@@ -102,9 +118,17 @@ impl<'b> ToolCallParams<'b> {
         &self.name
     }
 
-    /// The arguments object, if the call has one.
+    /// The arguments object, if the call has one, built on the first call
+    /// (deciding never needs it).
     pub fn arguments(&self) -> Option<&Value> {
-        self.arguments.as_ref()
+        self.built
+            .get_or_init(|| self.arguments.and_then(|raw| raw_args::parse(raw).ok()))
+            .as_ref()
+    }
+
+    /// The arguments object as JSON text, as it came.
+    pub fn arguments_json(&self) -> Option<&'b str> {
+        self.arguments.map(RawValue::get)
     }
 
     /// A request to call this tool on `server`, with these arguments and
@@ -112,8 +136,8 @@ impl<'b> ToolCallParams<'b> {
     /// annotations ... with its `with_*` methods).
     pub fn request<'a>(&'a self, server: &'a str) -> Request<'a> {
         let request = Request::tool(server, &self.name);
-        match &self.arguments {
-            Some(args) => request.with_args(args),
+        match self.arguments {
+            Some(args) => request.with_raw_args(args),
             None => request,
         }
     }
@@ -134,7 +158,8 @@ mod tests {
         );
         let r = p.request("git");
         assert_eq!((r.server, r.name), ("git", "push"));
-        assert!(r.args.is_some());
+        assert!(r.args.is_none() && r.raw_args.is_some());
+        assert_eq!(p.arguments_json(), Some(r#"{"ref":"main","n":[1,2]}"#));
     }
 
     #[test]
@@ -143,7 +168,7 @@ mod tests {
         assert_eq!(p.name(), "a-b");
         assert_eq!(p.arguments(), None);
         let p = ToolCallParams::from_json(br#"{"name":"x"}"#).unwrap();
-        assert_eq!(p.request("s").args, None);
+        assert!(p.request("s").args.is_none() && p.request("s").raw_args.is_none());
     }
 
     #[test]

@@ -75,3 +75,4 @@ mod store_notify;
 #[cfg(feature = "cli")]
 mod tainted_by;
 mod telemetry;
+mod wire_args;
