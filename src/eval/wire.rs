@@ -90,8 +90,10 @@ impl<'b> ToolCallParams<'b> {
                 limit: Self::MAX_BYTES,
             });
         }
+        // UTF-8 checked once here, not string by string while parsing.
+        let text = std::str::from_utf8(bytes).map_err(|e| ParamsError::Invalid(e.to_string()))?;
         let raw: Raw<'b> =
-            serde_json::from_slice(bytes).map_err(|e| ParamsError::Invalid(e.to_string()))?;
+            serde_json::from_str(text).map_err(|e| ParamsError::Invalid(e.to_string()))?;
         let arguments = match raw.arguments {
             // `null` reads as no arguments.
             None => None,
