@@ -87,36 +87,52 @@ impl Deref for Folded<'_> {
 #[inline]
 pub fn fold_name(name: &str) -> Folded<'_> {
     let bytes = name.as_bytes();
-    if let Some(mut buf) = (bytes.len() <= INLINE).then_some([0u8; INLINE]) {
-        if let Some(head) = buf.get_mut(..bytes.len()) {
-            head.copy_from_slice(bytes);
-        }
-        // One pass over the whole buffer, a fixed length, which the
-        // compiler turns into a few vector operations: fold every byte,
-        // and note whether any changed and whether any is past ASCII
-        // (the zeros after the name fold to zeros).
-        let (mut diff, mut high) = (0u8, 0u8);
-        for b in &mut buf {
-            let f = fold_ascii(*b);
-            diff |= f ^ *b;
-            high |= *b;
-            *b = f;
-        }
-        if high < 0x80 {
-            return if diff == 0 {
-                Folded::Borrowed(name)
-            } else {
-                Folded::Inline {
-                    buf,
-                    len: bytes.len(),
-                }
-            };
-        }
+    // The smallest buffer that holds the name: most names fit in 16 or 32
+    // bytes, and a fixed-size pass over a small buffer is a few vector
+    // operations.
+    let inline = match bytes.len() {
+        0..=16 => fold_fixed::<16>(bytes),
+        17..=32 => fold_fixed::<32>(bytes),
+        33..=INLINE => fold_fixed::<INLINE>(bytes),
+        _ => None,
+    };
+    match inline {
+        Some(None) => Folded::Borrowed(name),
+        Some(Some(buf)) => Folded::Inline {
+            buf,
+            len: bytes.len(),
+        },
+        None => match fold(name) {
+            std::borrow::Cow::Borrowed(same) => Folded::Borrowed(same),
+            std::borrow::Cow::Owned(folded) => Folded::Owned(folded),
+        },
     }
-    match fold(name) {
-        std::borrow::Cow::Borrowed(same) => Folded::Borrowed(same),
-        std::borrow::Cow::Owned(folded) => Folded::Owned(folded),
+}
+
+/// Folds an ASCII name of at most `N` bytes in one pass over an `N`-byte
+/// buffer (the zeros after the name fold to zeros): `Some(None)` when
+/// folding changes nothing, `Some(Some(folded))` when it does, `None` for
+/// a name with a byte past ASCII.
+#[inline]
+fn fold_fixed<const N: usize>(bytes: &[u8]) -> Option<Option<[u8; INLINE]>> {
+    let mut buf = [0u8; N];
+    buf.get_mut(..bytes.len())?.copy_from_slice(bytes);
+    let (mut diff, mut high) = (0u8, 0u8);
+    for b in &mut buf {
+        let f = fold_ascii(*b);
+        diff |= f ^ *b;
+        high |= *b;
+        *b = f;
     }
+    if high >= 0x80 {
+        return None;
+    }
+    if diff == 0 {
+        return Some(None);
+    }
+    let mut out = [0u8; INLINE];
+    out.get_mut(..N)?.copy_from_slice(&buf);
+    Some(Some(out))
 }
 
 /// Folds one ASCII byte, without branches (so a name folds a vector of
