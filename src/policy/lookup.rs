@@ -122,6 +122,13 @@ const MERGE_LIMIT: usize = 16;
 /// Sets of up to this many affixes are tried one by one.
 const LINEAR_AFFIXES: usize = 8;
 
+/// The any-server table and the server-glob tables that match a literal
+/// server are merged into that server's own table at load when together
+/// they hold at most this many patterns: a request to a server the policy
+/// names then searches one table. Past it, they are searched beside it,
+/// so a policy of many servers and many shared rules stays linear.
+const MERGE_SHARED: usize = 64;
+
 /// Appends candidates (one by one: cheaper than a bulk insert for the one
 /// to three a pattern usually has).
 #[inline]
@@ -375,6 +382,9 @@ struct Table {
     /// Regexes; `true` for a loose one, tried on the name as sent and
     /// folded. An exact one's check tries it.
     regexes: Vec<(CompiledRegex, bool, Cand)>,
+    /// The any-server and matching server-glob tables are merged in: this
+    /// table alone holds every candidate of its server.
+    shared: bool,
 }
 
 impl Default for Table {
@@ -386,6 +396,7 @@ impl Default for Table {
             all: Vec::new(),
             globs: Vec::new(),
             regexes: Vec::new(),
+            shared: false,
         }
     }
 }
@@ -419,9 +430,52 @@ impl Table {
         }
     }
 
+    /// How many patterns the table holds (a literal name with its
+    /// candidates counts once).
+    fn patterns(&self) -> usize {
+        self.literal.len()
+            + self.prefixes.entries.len()
+            + self.suffixes.entries.len()
+            + self.all.len()
+            + self.globs.len()
+            + self.regexes.len()
+    }
+
+    /// Files every pattern of `other` here too (before either is frozen).
+    fn absorb(&mut self, other: &Table) {
+        for (name, lit) in &other.literal {
+            match self.literal.get_mut(&**name) {
+                Some(entry) => entry.cands.extend_from_slice(&lit.cands),
+                None => {
+                    self.literal.insert(name.clone(), lit.clone());
+                }
+            }
+        }
+        for e in &other.prefixes.entries {
+            self.prefixes.entry(&e.key).extend_from_slice(&e.value);
+        }
+        for e in &other.suffixes.entries {
+            self.suffixes.entry(&e.key).extend_from_slice(&e.value);
+        }
+        self.all.extend_from_slice(&other.all);
+        self.globs.extend(other.globs.iter().cloned());
+        self.regexes.extend(other.regexes.iter().cloned());
+    }
+
     fn freeze(&mut self) {
         self.prefixes.freeze();
         self.suffixes.freeze();
+        // Every source of candidates in file order, so that a request
+        // served by one of them needs no sort.
+        for e in self
+            .prefixes
+            .entries
+            .iter_mut()
+            .chain(self.suffixes.entries.iter_mut())
+        {
+            e.value.sort_unstable_by_key(|c| c.key);
+        }
+        self.all.sort_unstable_by_key(|c| c.key);
         let (prefixes, suffixes, all, globs) =
             (&self.prefixes, &self.suffixes, &self.all, &self.globs);
         let mut more: Vec<Cand> = Vec::new();
@@ -456,31 +510,42 @@ impl Table {
             && self.regexes.is_empty()
     }
 
+    /// Appends the candidates of this table; `true` when they come from
+    /// one source (a literal's entry, one affix, `*`), so are in file
+    /// order already.
     #[inline]
-    fn collect(&self, q: &Query<'_>, out: &mut Cands) {
+    fn collect(&self, q: &Query<'_>, out: &mut Cands) -> bool {
         let name = q.folded_name;
+        let mut sources = 0u32;
+        let mut add = |out: &mut Cands, cands: &[Cand]| {
+            if !cands.is_empty() {
+                sources += 1;
+                extend(out, cands);
+            }
+        };
         let complete = match self.literal.get(name) {
             Some(entry) => {
-                extend(out, &entry.cands);
+                add(out, &entry.cands);
                 entry.complete
             }
             None => false,
         };
         if !complete {
-            self.prefixes.each(name, |c| extend(out, c));
-            self.suffixes.each(name, |c| extend(out, c));
-            extend(out, &self.all);
+            self.prefixes.each(name, |c| add(out, c));
+            self.suffixes.each(name, |c| add(out, c));
+            add(out, &self.all);
             for (glob, cand) in &self.globs {
                 if glob.matches(name) {
-                    out.push(*cand);
+                    add(out, std::slice::from_ref(cand));
                 }
             }
         }
         for (re, loose, cand) in &self.regexes {
             if !*loose || re.is_match(q.name) || (q.name != name && re.is_match(name)) {
-                out.push(*cand);
+                add(out, std::slice::from_ref(cand));
             }
         }
+        sources <= 1
     }
 }
 
@@ -590,13 +655,14 @@ impl Lookup {
     /// literal name's candidates.
     pub fn freeze(&mut self) {
         self.glob_at = FastMap::default();
+        self.server_prefixes.freeze();
+        self.server_suffixes.freeze();
+        self.merge_shared();
         self.servers.shrink_to_fit();
         for table in self.servers.values_mut() {
             table.freeze();
         }
         self.any.freeze();
-        self.server_prefixes.freeze();
-        self.server_suffixes.freeze();
         for e in &mut self.server_prefixes.entries {
             e.value.freeze();
         }
@@ -605,6 +671,44 @@ impl Lookup {
         }
         for (_, table) in &mut self.server_globs {
             table.freeze();
+        }
+    }
+
+    /// Merges into each literal server's table the tables of the patterns
+    /// shared with other servers that can reach it (any server, server
+    /// prefixes, suffixes and globs), when they hold at most
+    /// [`MERGE_SHARED`] patterns together. Load-time only; the server
+    /// affixes are sorted already.
+    fn merge_shared(&mut self) {
+        let Lookup {
+            servers,
+            any,
+            server_prefixes,
+            server_suffixes,
+            server_globs,
+            ..
+        } = self;
+        let mut shared: Vec<&Table> = Vec::new();
+        for (server, table) in servers.iter_mut() {
+            shared.clear();
+            if !any.is_empty() {
+                shared.push(any);
+            }
+            server_prefixes.each(server, |t| shared.push(t));
+            server_suffixes.each(server, |t| shared.push(t));
+            shared.extend(
+                server_globs
+                    .iter()
+                    .filter(|(g, _)| g.matches(server))
+                    .map(|(_, t)| t),
+            );
+            if shared.iter().map(|t| t.patterns()).sum::<usize>() > MERGE_SHARED {
+                continue;
+            }
+            for other in &shared {
+                table.absorb(other);
+            }
+            table.shared = true;
         }
     }
 
@@ -620,15 +724,23 @@ impl Lookup {
     #[inline]
     pub fn candidates(&self, q: &Query<'_>, out: &mut Cands) {
         if let Some(table) = self.servers.get(q.folded_server) {
-            table.collect(q, out);
+            let in_order = table.collect(q, out);
+            if table.shared {
+                if !in_order && out.len() > 1 {
+                    out.sort_unstable_by_key(|c| c.key);
+                }
+                return;
+            }
         }
         if !self.any.is_empty() {
             self.any.collect(q, out);
         }
-        self.server_prefixes
-            .each(q.folded_server, |t| t.collect(q, out));
-        self.server_suffixes
-            .each(q.folded_server, |t| t.collect(q, out));
+        self.server_prefixes.each(q.folded_server, |t| {
+            t.collect(q, out);
+        });
+        self.server_suffixes.each(q.folded_server, |t| {
+            t.collect(q, out);
+        });
         for (glob, table) in &self.server_globs {
             if glob.matches(q.folded_server) {
                 table.collect(q, out);
