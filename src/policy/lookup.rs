@@ -120,7 +120,7 @@ const NO_PARENT: u32 = u32::MAX;
 const MERGE_LIMIT: usize = 16;
 
 /// Sets of up to this many affixes are tried one by one.
-const LINEAR_AFFIXES: usize = 8;
+const LINEAR_AFFIXES: usize = 24;
 
 /// The any-server table and the server-glob tables that match a literal
 /// server are merged into that server's own table at load when together
@@ -899,36 +899,46 @@ mod tests {
         }
     }
 
+    /// Both ways of searching: one by one (a few keys) and the sorted
+    /// array with its links (more than `LINEAR_AFFIXES`).
     #[test]
     fn affixes_find_every_key_a_text_starts_with() {
-        let mut set: Affixes<u32> = Affixes::new(End::Start);
-        let keys = ["", "a", "ab", "abc", "abd", "b", "abcde", "ac", "abcd"];
-        for (i, k) in keys.iter().enumerate() {
-            *set.entry(k) = i as u32;
-        }
-        set.freeze();
-        for text in ["", "a", "abcdef", "abdx", "ac", "b", "ba", "c", "abc"] {
-            let mut got: Vec<u32> = Vec::new();
-            set.each(text, |v| got.push(*v));
-            got.sort_unstable();
-            let want: Vec<u32> = (0..keys.len() as u32)
-                .filter(|&i| text.starts_with(keys[i as usize]))
-                .collect();
-            assert_eq!(got, want, "{text}");
-        }
-        let mut set: Affixes<u32> = Affixes::new(End::End);
-        for (i, k) in keys.iter().enumerate() {
-            *set.entry(k) = i as u32;
-        }
-        set.freeze();
-        for text in ["", "xab", "cba", "dcba", "bcd", "xabcd", "b"] {
-            let mut got: Vec<u32> = Vec::new();
-            set.each(text, |v| got.push(*v));
-            got.sort_unstable();
-            let want: Vec<u32> = (0..keys.len() as u32)
-                .filter(|&i| text.ends_with(keys[i as usize]))
-                .collect();
-            assert_eq!(got, want, "{text}");
+        let few = ["", "a", "ab", "abc", "abd", "b", "abcde", "ac", "abcd"];
+        let extra: Vec<String> = (0..LINEAR_AFFIXES + 6).map(|i| format!("ab{i}")).collect();
+        let many: Vec<&str> = few
+            .iter()
+            .copied()
+            .chain(extra.iter().map(String::as_str))
+            .collect();
+        for keys in [&few[..], &many[..]] {
+            let mut set: Affixes<u32> = Affixes::new(End::Start);
+            for (i, k) in keys.iter().enumerate() {
+                *set.entry(k) = i as u32;
+            }
+            set.freeze();
+            for text in ["", "a", "abcdef", "abdx", "ac", "b", "ba", "c", "abc", "ab12x", "ab3"] {
+                let mut got: Vec<u32> = Vec::new();
+                set.each(text, |v| got.push(*v));
+                got.sort_unstable();
+                let want: Vec<u32> = (0..keys.len() as u32)
+                    .filter(|&i| text.starts_with(keys[i as usize]))
+                    .collect();
+                assert_eq!(got, want, "{text}");
+            }
+            let mut set: Affixes<u32> = Affixes::new(End::End);
+            for (i, k) in keys.iter().enumerate() {
+                *set.entry(k) = i as u32;
+            }
+            set.freeze();
+            for text in ["", "xab", "cba", "dcba", "bcd", "xabcd", "b", "xab12"] {
+                let mut got: Vec<u32> = Vec::new();
+                set.each(text, |v| got.push(*v));
+                got.sort_unstable();
+                let want: Vec<u32> = (0..keys.len() as u32)
+                    .filter(|&i| text.ends_with(keys[i as usize]))
+                    .collect();
+                assert_eq!(got, want, "{text}");
+            }
         }
     }
 
