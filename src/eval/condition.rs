@@ -50,9 +50,11 @@ impl From<bool> for Tri {
 pub(crate) struct Facts<'r> {
     pub request: &'r Request<'r>,
     policy: &'r Policy,
-    /// Effective annotations, in `AnnotationKey` order, once a condition
-    /// has read one.
-    annotations: Cell<Option<[bool; 4]>>,
+    /// Effective annotations, in `AnnotationKey` order, each once a
+    /// condition has read it.
+    annotations: Cell<[Option<bool>; 4]>,
+    /// Whether the server's own hints are believed, once known.
+    trusted: Cell<Option<bool>>,
 }
 
 fn key_slot(key: AnnotationKey) -> usize {
@@ -64,37 +66,51 @@ impl<'r> Facts<'r> {
         Facts {
             request,
             policy,
-            annotations: Cell::new(None),
+            annotations: Cell::new([None; 4]),
+            trusted: Cell::new(None),
         }
     }
 
-    /// The effective annotations: the server's own hints if the policy or
-    /// the host trusts it, else the conservative values.
-    fn effective_annotations(&self) -> [bool; 4] {
-        let mut annotations = AnnotationKey::ALL.map(|(_, k)| k.conservative());
-        if !super::trusts(self.policy, self.request) {
-            return annotations;
-        }
-        if let Some(Value::Object(hints)) = self.request.annotations {
-            for (_, key) in AnnotationKey::ALL {
-                if let Some(Value::Bool(b)) = get_key(hints, key.hint()) {
-                    annotations[key_slot(key)] = *b;
-                }
+    /// Whether the policy or the host trusts the request's server.
+    fn trusted(&self) -> bool {
+        match self.trusted.get() {
+            Some(t) => t,
+            None => {
+                let t = super::trusts(self.policy, self.request);
+                self.trusted.set(Some(t));
+                t
             }
         }
-        annotations
+    }
+
+    /// An effective annotation: the server's own hint if the policy or
+    /// the host trusts it (MCP's default when absent), else the
+    /// conservative value.
+    fn effective_annotation(&self, key: AnnotationKey) -> bool {
+        if !self.trusted() {
+            return key.conservative();
+        }
+        match self.request.annotations {
+            Some(Value::Object(hints)) => match get_key(hints, key.hint()) {
+                Some(Value::Bool(b)) => *b,
+                _ => key.conservative(),
+            },
+            _ => key.conservative(),
+        }
     }
 
     pub(crate) fn annotation(&self, key: AnnotationKey) -> bool {
-        let annotations = match self.annotations.get() {
-            Some(a) => a,
-            None => {
-                let a = self.effective_annotations();
-                self.annotations.set(Some(a));
-                a
-            }
-        };
-        annotations[key_slot(key)]
+        let mut known = self.annotations.get();
+        let slot = key_slot(key);
+        if let Some(Some(value)) = known.get(slot) {
+            return *value;
+        }
+        let value = self.effective_annotation(key);
+        if let Some(s) = known.get_mut(slot) {
+            *s = Some(value);
+        }
+        self.annotations.set(known);
+        value
     }
 }
 
