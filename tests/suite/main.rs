@@ -59,6 +59,8 @@ mod properties;
 mod proxy;
 #[cfg(all(feature = "cli", feature = "pipeline"))]
 mod proxy_e2e;
+#[cfg(all(feature = "cli", feature = "pipeline"))]
+mod proxy_faults;
 mod robustness;
 #[cfg(feature = "cli")]
 mod roots;
