@@ -123,7 +123,14 @@ pub(crate) async fn run(config: Config) -> u8 {
         return child::CANNOT_START;
     };
     let host = Arc::new(Peer::start("host", tokio::io::stdout(), config.max_pending));
-    let server = Arc::new(Peer::start("server", child_in, config.max_pending));
+    // A server that takes nothing written to it for as long as a call may
+    // wait is written to no more (its stdin is closed).
+    let server = Arc::new(Peer::start_with_stall(
+        "server",
+        child_in,
+        config.max_pending,
+        Some(config.call_timeout),
+    ));
     let upstream = Arc::new(Upstream::new(server.clone(), config.call_timeout));
     let shared = Arc::new(Shared {
         server_id: config.server_id,
@@ -151,8 +158,10 @@ pub(crate) async fn run(config: Config) -> u8 {
     let status = tokio::select! {
         _ = from_host => {
             tracing::info!(target: "mcppol::proxy", "the host closed the input: stopping the server");
-            server.close_stream().await;
-            child::stop(&mut child, config.grace).await
+            // The grace covers both: room to queue the close, and the exit.
+            let closing = std::time::Instant::now();
+            server.close_stream(config.grace).await;
+            child::stop(&mut child, config.grace.saturating_sub(closing.elapsed())).await
         }
         _ = from_server => {
             // Every request still waiting on the server fails now.

@@ -452,3 +452,34 @@ fn the_host_going_away_from_a_server_that_ignores_it_kills_the_group_after_the_g
     f.assert_reaped();
     assert_eq!(summary(&f.audit()), allowed(1));
 }
+
+#[test]
+fn a_server_that_stops_reading_its_input_cannot_hang_the_proxy() {
+    use std::io::Write;
+    let mut f = Fault::start("deaf", &[], &[]);
+    let started = Instant::now();
+    f.send_call(10, 10);
+    // The host goes on writing (notifications, relayed as they come) past
+    // what the server's pipe and the proxy's queue to it hold.
+    let mut stdin = f.proxy.take_stdin();
+    let writer = std::thread::spawn(move || {
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+            "params": {"progressToken": 1, "progress": 1, "message": "x".repeat(1000)}});
+        for _ in 0..600 {
+            if writeln!(stdin, "{note}").is_err() {
+                break;
+            }
+        }
+        // Dropped: the host goes away.
+    });
+    let out = f.answer(10, started, CALL_TIMEOUT + SLACK);
+    assert_internal_error(&out, "timeout");
+    // The proxy goes on reading the host (to its end), stops the server
+    // and exits.
+    let status = f.proxy.wait_exit(CALL_TIMEOUT + SLACK);
+    assert!(writer.is_finished());
+    assert_eq!(status.code(), Some(137), "{}", f.stderr());
+    assert!(f.stderr().contains("read nothing"), "{}", f.stderr());
+    f.assert_reaped();
+    assert_eq!(summary(&f.audit()), allowed(1));
+}

@@ -157,6 +157,12 @@ impl Proxy {
         self.wait_exit(WAIT)
     }
 
+    /// The proxy's stdin, for a test that writes it on a thread of its own
+    /// (dropping it closes it).
+    pub fn take_stdin(&mut self) -> ChildStdin {
+        self.stdin.take().unwrap()
+    }
+
     /// Closes the proxy's stdin (the host goes away) and leaves it running.
     pub fn close_input(&mut self) {
         drop(self.stdin.take());
