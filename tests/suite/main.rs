@@ -61,6 +61,8 @@ mod proxy;
 mod proxy_e2e;
 #[cfg(all(feature = "cli", feature = "pipeline"))]
 mod proxy_faults;
+#[cfg(all(feature = "cli", feature = "pipeline"))]
+mod proxy_load;
 mod robustness;
 #[cfg(feature = "cli")]
 mod roots;
