@@ -44,7 +44,7 @@ const MAX_GROWTH_KIB: u64 = 64 * 1024;
 /// Version `n` of the policy: even versions allow the marker tool
 /// (`a<n>`), odd ones deny it (`d<n>`).
 fn version(n: usize) -> String {
-    if n % 2 == 0 {
+    if n.is_multiple_of(2) {
         format!("policy load {{\n  default deny\n  allow a{n}: \"fault/read_file\"\n}}\n")
     } else {
         format!("policy load {{\n  default deny\n  deny d{n}: \"fault/read_file\"\n}}\n")
@@ -65,7 +65,7 @@ fn rule_version(id: &str) -> (usize, bool) {
 /// Rewrites the file: in place, or (every other time) by a rename, as
 /// editors save.
 fn rewrite(path: &Path, text: &str, k: usize) {
-    if k % 2 == 0 {
+    if k.is_multiple_of(2) {
         std::fs::write(path, text).unwrap();
     } else {
         let tmp = path.with_extension("tmp");
@@ -170,10 +170,10 @@ fn run(calls: usize, rewrites: usize) {
         if received == 1_000.min(calls) {
             rss_warm = p.status_kib("VmRSS:");
         }
-        if received % every == 0 && written < rewrites {
+        if received.is_multiple_of(every) && written < rewrites {
             written += 1;
             // Every fifth rewrite is broken; the others alternate.
-            if written % 5 == 0 {
+            if written.is_multiple_of(5) {
                 rewrite(&policy, BROKEN, written);
                 broken += 1;
             } else {
