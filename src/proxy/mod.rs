@@ -85,6 +85,16 @@ pub(crate) struct Shared {
     pub(crate) max_line_bytes: usize,
     /// Taken when the pipeline is built (after the handshake).
     pub(crate) setup: Mutex<Option<Setup>>,
+    /// The listing again after the server's `list_changed` (server.rs).
+    pub(crate) relist: Mutex<Relist>,
+}
+
+/// Whether a listing after `list_changed` runs, and whether another
+/// `list_changed` came since it started.
+#[derive(Default)]
+pub(crate) struct Relist {
+    pub(crate) running: bool,
+    pub(crate) again: bool,
 }
 
 /// What building the pipeline needs, kept until the handshake is done.
@@ -151,6 +161,7 @@ pub(crate) async fn run(config: Config) -> u8 {
             approver: config.approver,
             hooks: config.hooks,
         })),
+        relist: Mutex::default(),
     });
     server::watch_roots(&shared);
     let from_host = tokio::spawn(host::read(shared.clone(), tokio::io::stdin()));

@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 use super::proxy::harness::{text, Proxy};
 
 /// The proxy's `--call-timeout` in these tests.
-const CALL_TIMEOUT: Duration = Duration::from_secs(1);
+const CALL_TIMEOUT: Duration = Duration::from_secs(2);
 /// The most an answer may take past its deadline on a loaded machine.
 const SLACK: Duration = Duration::from_secs(5);
 
@@ -34,7 +34,7 @@ struct Fault {
 }
 
 impl Fault {
-    /// `mcppol proxy --audit ... --call-timeout 1s EXTRA -- python3
+    /// `mcppol proxy --audit ... --call-timeout 2s EXTRA -- python3
     /// server.py MODE CANCELLED_LOG`, initialized, the tools listed.
     fn start(mode: &str, extra: &[&str], env: &[(&str, &str)]) -> Fault {
         let dir = tempfile::tempdir().unwrap();
@@ -45,7 +45,7 @@ impl Fault {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcppol"));
         cmd.arg("proxy");
         if !extra.contains(&"--call-timeout") {
-            cmd.args(["--call-timeout", "1s"]);
+            cmd.args(["--call-timeout", "2s"]);
         }
         cmd.arg("--policy")
             .arg(&policy)
@@ -480,6 +480,49 @@ fn a_server_that_stops_reading_its_input_cannot_hang_the_proxy() {
     assert!(writer.is_finished());
     assert_eq!(status.code(), Some(137), "{}", f.stderr());
     assert!(f.stderr().contains("read nothing"), "{}", f.stderr());
+    f.assert_reaped();
+    assert_eq!(summary(&f.audit()), allowed(1));
+}
+
+#[test]
+fn a_server_line_that_never_ends_ends_the_session_at_the_bound() {
+    let mut f = Fault::start("endless", &["--max-line-bytes", "4096"], &[]);
+    // Not read to its end (there is none): past the bound the session ends
+    // at once, and the call fails, rather than timing out.
+    let out = f.call(10);
+    assert_internal_error(&out, "transport");
+    f.proxy.wait_exit(SLACK);
+    assert!(f.stderr().contains("over the bound"), "{}", f.stderr());
+    f.assert_reaped();
+    assert_eq!(summary(&f.audit()), allowed(1));
+}
+
+#[test]
+fn a_flood_of_list_changed_makes_few_listings() {
+    // A timeout of its own: the answer comes after the flood, which a
+    // loaded machine may take a while to pass on.
+    let mut f = Fault::start("list_flood", &["--call-timeout", "20s"], &[]);
+    // 2,000 `list_changed` before the answer: all passed to the host, and
+    // the proxy lists again once at a time, not once each.
+    let started = Instant::now();
+    f.send_call(10, 10);
+    let (out, passed) = f
+        .proxy
+        .wait_dropping(|m| m["id"] == 10 && m.get("method").is_none());
+    assert!(started.elapsed() < SLACK, "{:?}", started.elapsed());
+    assert_eq!(text(&out), "call 10", "{out}; {}", f.stderr());
+    // The notifications still coming after the answer.
+    let mut passed = passed;
+    while !f.proxy.quiet_for(Duration::from_millis(500)) {
+        passed += f.proxy.backlog.len();
+        f.proxy.backlog.clear();
+    }
+    assert_eq!(passed, 2_000);
+    let listings = f.cancelled().len();
+    println!("2,000 list_changed: {listings} listings");
+    // The first (before the call), and a few while the flood came.
+    assert!(listings <= 10, "{listings} listings");
+    assert_eq!(f.proxy.close().code(), Some(0));
     f.assert_reaped();
     assert_eq!(summary(&f.audit()), allowed(1));
 }
