@@ -134,12 +134,12 @@ impl Peer {
         self.out.try_send(Out::Line(line)).is_ok()
     }
 
-    /// Closes the stream once what was queued before is written, waiting
-    /// up to `within` for room in the queue; past that (the side reads
-    /// nothing), the writer stops and the stream closes at once.
-    pub(crate) async fn close_stream(&self, within: Duration) {
-        let queued = tokio::time::timeout(within, self.out.send(Out::Close)).await;
-        if queued.is_err() {
+    /// Closes the stream once what was queued before is written, if the
+    /// queue has room; when it is full (the side reads nothing, or not
+    /// fast enough for a side that is going away), the writer stops and
+    /// the stream closes at once. Never waits.
+    pub(crate) fn close_now(&self) {
+        if let Err(mpsc::error::TrySendError::Full(_)) = self.out.try_send(Out::Close) {
             self.stop_writer();
         }
     }
@@ -425,9 +425,7 @@ mod tests {
     async fn closing_a_side_that_reads_nothing_is_bounded() {
         let (peer, mut r) = full_peer(None);
         fill(&peer).await;
-        let started = std::time::Instant::now();
-        peer.close_stream(Duration::from_millis(50)).await;
-        assert!(started.elapsed() < Duration::from_secs(5));
+        peer.close_now();
         // The writer stopped: the stream ends once what it holds is read.
         let mut sink = Vec::new();
         let read = tokio::time::timeout(
