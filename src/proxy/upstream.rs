@@ -40,6 +40,13 @@ pub(crate) struct Upstream {
 }
 
 impl Upstream {
+    /// How long the server has to answer a request the proxy sends it.
+    pub(crate) fn timeout(&self) -> Duration {
+        self.timeout
+    }
+}
+
+impl Upstream {
     pub(crate) fn new(peer: Arc<Peer>, timeout: Duration) -> Upstream {
         Upstream {
             peer,

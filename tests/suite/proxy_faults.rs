@@ -526,3 +526,28 @@ fn a_flood_of_list_changed_makes_few_listings() {
     f.assert_reaped();
     assert_eq!(summary(&f.audit()), allowed(1));
 }
+
+#[test]
+fn a_relayed_request_the_server_never_answers_times_out_too() {
+    let mut f = Fault::start("silent", &[], &[]);
+    // Not governed (a ping), but it holds a place of --max-pending: it
+    // gets the same deadline, and the server is told.
+    let started = Instant::now();
+    let out = f.proxy.request("ping", json!({}));
+    assert!(
+        started.elapsed() >= CALL_TIMEOUT && started.elapsed() < CALL_TIMEOUT + SLACK,
+        "{:?}",
+        started.elapsed()
+    );
+    assert_internal_error(&out, "timeout");
+    let deadline = Instant::now() + SLACK;
+    while f.cancelled().is_empty() {
+        assert!(Instant::now() < deadline, "no notifications/cancelled");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(f.cancelled()[0]["reason"], "timeout");
+    assert_eq!(f.proxy.close().code(), Some(0));
+    f.assert_reaped();
+    // Nothing governed, nothing audited.
+    assert!(f.audit().is_empty());
+}
