@@ -232,6 +232,10 @@ where
     let stopped = tokio::select! {
         _ = from_host => {
             tracing::info!(target: "mcppol::proxy", "the host closed the input: stopping the server");
+            // The host will answer nothing more: what waits on it (an
+            // approval, a server's request) fails now, and is decided
+            // (and audited) as such before the end.
+            host.close("the host closed its input");
             // Without waiting: a server whose queue is full (it reads
             // nothing) has its input closed now.
             server.close_now();

@@ -37,9 +37,20 @@ impl Fault {
     /// `mcppol proxy --audit ... --call-timeout 2s EXTRA -- python3
     /// server.py MODE CANCELLED_LOG`, initialized, the tools listed.
     fn start(mode: &str, extra: &[&str], env: &[(&str, &str)]) -> Fault {
+        Fault::start_as(POLICY, json!({}), mode, extra, env)
+    }
+
+    /// [`Fault::start`] under another policy, the host declaring `caps`.
+    fn start_as(
+        policy_text: &str,
+        caps: Value,
+        mode: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Fault {
         let dir = tempfile::tempdir().unwrap();
         let policy = dir.path().join("fault.mcppol");
-        std::fs::write(&policy, POLICY).unwrap();
+        std::fs::write(&policy, policy_text).unwrap();
         let stderr = dir.path().join("proxy.stderr");
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fault/server.py");
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcppol"));
@@ -66,7 +77,7 @@ impl Fault {
             cmd.env(k, v);
         }
         let mut proxy = Proxy::spawn(cmd, stderr);
-        let init = proxy.initialize(json!({}));
+        let init = proxy.initialize(caps);
         assert_eq!(init["result"]["serverInfo"]["name"], "fault", "{init}");
         let list = proxy.request("tools/list", json!({}));
         assert_eq!(list["result"]["tools"][0]["name"], "read_file", "{list}");
@@ -550,4 +561,30 @@ fn a_relayed_request_the_server_never_answers_times_out_too() {
     f.assert_reaped();
     // Nothing governed, nothing audited.
     assert!(f.audit().is_empty());
+}
+
+#[test]
+fn the_host_going_away_while_it_is_asked_to_approve_denies_and_audits() {
+    let policy = "policy fault {\n  default deny\n  ask confirm: \"fault/read_file\"\n}\n";
+    let mut f = Fault::start_as(policy, json!({"elicitation": {}}), "echo", &[], &[]);
+    let started = Instant::now();
+    f.send_call(10, 10);
+    // The proxy asks the host (elicitation), and the host goes away
+    // without answering: nobody can approve any more.
+    f.proxy.wait_for(|m| m["method"] == "elicitation/create");
+    f.proxy.close_input();
+    let status = f.proxy.wait_exit(SLACK);
+    assert_eq!(status.code(), Some(0), "{}", f.stderr());
+    let out = f.answer(10, started, SLACK);
+    assert!(text(&out).contains("reason ask_failed"), "{out}");
+    f.assert_reaped();
+    // The decision was made (ask, then no answer): it is in the audit file.
+    assert_eq!(
+        summary(&f.audit()),
+        [(
+            "read_file".to_string(),
+            "deny".to_string(),
+            "ask_failed".to_string()
+        )]
+    );
 }
