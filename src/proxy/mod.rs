@@ -272,7 +272,10 @@ pub(crate) fn build_pipeline(shared: &Shared) -> Option<Arc<Pipeline>> {
     .baseline(setup.baseline)
     .hooks(setup.hooks);
     if let Some(command) = setup.approver {
-        builder = builder.approver(approve::ProxyApprover::Command(command));
+        builder = builder.approver(approve::ProxyApprover::Command {
+            command,
+            host: shared.host.clone(),
+        });
     } else if approve::host_elicits(&caps) {
         builder = builder.approver(approve::ProxyApprover::Elicit(shared.host.clone()));
     }

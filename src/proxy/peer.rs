@@ -51,6 +51,8 @@ pub(crate) struct Peer {
     /// Shared with the writer task, which closes it when this side stops
     /// taking what is written.
     state: Arc<Mutex<State>>,
+    /// Woken when the side closes (also shared with the writer task).
+    gone: Arc<tokio::sync::Notify>,
     next_id: AtomicI64,
     max_pending: usize,
     writer: Mutex<Option<tokio::task::JoinHandle<()>>>,
@@ -80,11 +82,20 @@ impl Peer {
     {
         let (out, rx) = mpsc::channel(QUEUE);
         let state = Arc::new(Mutex::new(State::default()));
-        let task = tokio::spawn(write_loop(side, writer, rx, state.clone(), stall));
+        let gone = Arc::new(tokio::sync::Notify::new());
+        let task = tokio::spawn(write_loop(
+            side,
+            writer,
+            rx,
+            state.clone(),
+            gone.clone(),
+            stall,
+        ));
         Peer {
             side,
             out,
             state,
+            gone,
             next_id: AtomicI64::new(1),
             max_pending,
             writer: Mutex::new(Some(task)),
@@ -267,8 +278,21 @@ impl Peer {
             state.closed.get_or_insert_with(|| why.to_string());
             std::mem::take(&mut state.pending)
         };
+        self.gone.notify_waiters();
         for (_, tx) in pending {
             let _ = tx.send(Err(PeerError::Closed(why.to_string())));
+        }
+    }
+
+    /// Waits until this side is closed; why.
+    pub(crate) async fn closed(&self) -> String {
+        loop {
+            // Registered before the check: a close in between still wakes it.
+            let woken = self.gone.notified();
+            if let Some(why) = self.lock().closed.clone() {
+                return why;
+            }
+            woken.await;
         }
     }
 
@@ -308,6 +332,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     mut writer: W,
     mut rx: mpsc::Receiver<Out>,
     state: Arc<Mutex<State>>,
+    gone: Arc<tokio::sync::Notify>,
     stall: Option<Duration>,
 ) {
     while let Some(next) = rx.recv().await {
@@ -339,6 +364,8 @@ async fn write_loop<W: AsyncWrite + Unpin>(
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             state.closed.get_or_insert(why);
+            drop(state);
+            gone.notify_waiters();
             return;
         }
     }
@@ -384,6 +411,26 @@ mod tests {
             peer.request("ping", None).await,
             Err(PeerError::Closed(_))
         ));
+        // Closed already: `closed` answers at once.
+        assert_eq!(peer.closed().await, "the server exited");
+    }
+
+    #[tokio::test]
+    async fn closed_wakes_when_the_side_closes() {
+        let (w, _r) = tokio::io::duplex(64);
+        let peer = std::sync::Arc::new(Peer::start("host", w, 4));
+        let waiting = tokio::spawn({
+            let peer = peer.clone();
+            async move { peer.closed().await }
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!waiting.is_finished());
+        peer.close("the host closed its input");
+        let why = tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(why, "the host closed its input");
     }
 
     /// Fills the queue of a peer whose side reads nothing (a 64-byte pipe).

@@ -588,3 +588,35 @@ fn the_host_going_away_while_it_is_asked_to_approve_denies_and_audits() {
         )]
     );
 }
+
+#[test]
+fn the_host_going_away_while_an_approver_command_runs_denies_and_audits() {
+    let policy = "policy fault {\n  default deny\n  ask confirm: \"fault/read_file\"\n}\n";
+    let dir = tempfile::tempdir().unwrap();
+    let started_file = dir.path().join("approver.started");
+    // An approver that takes its time (a person deciding).
+    let approver = format!("touch '{}'; exec sleep 30", started_file.display());
+    let mut f = Fault::start_as(policy, json!({}), "echo", &["--approver", &approver], &[]);
+    let started = Instant::now();
+    f.send_call(10, 10);
+    while !started_file.exists() {
+        assert!(started.elapsed() < SLACK, "the approver did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The host goes away: nobody is there for the call's result, and the
+    // ask ends now (not when the proxy exits), decided and audited.
+    f.proxy.close_input();
+    let status = f.proxy.wait_exit(SLACK);
+    assert_eq!(status.code(), Some(0), "{}", f.stderr());
+    let out = f.answer(10, started, SLACK);
+    assert!(text(&out).contains("reason ask_failed"), "{out}");
+    f.assert_reaped();
+    assert_eq!(
+        summary(&f.audit()),
+        [(
+            "read_file".to_string(),
+            "deny".to_string(),
+            "ask_failed".to_string()
+        )]
+    );
+}
