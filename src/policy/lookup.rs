@@ -916,7 +916,9 @@ mod tests {
                 *set.entry(k) = i as u32;
             }
             set.freeze();
-            for text in ["", "a", "abcdef", "abdx", "ac", "b", "ba", "c", "abc", "ab12x", "ab3"] {
+            for text in [
+                "", "a", "abcdef", "abdx", "ac", "b", "ba", "c", "abc", "ab12x", "ab3",
+            ] {
                 let mut got: Vec<u32> = Vec::new();
                 set.each(text, |v| got.push(*v));
                 got.sort_unstable();

@@ -49,8 +49,15 @@ fn value() -> impl Strategy<Value = String> {
         Just("null".to_string()),
         Just("true".to_string()),
         Just("false".to_string()),
-        prop::sample::select(vec!["2", "11", "10.5", "-1", "1e400", "18446744073709551616"])
-            .prop_map(String::from),
+        prop::sample::select(vec![
+            "2",
+            "11",
+            "10.5",
+            "-1",
+            "1e400",
+            "18446744073709551616"
+        ])
+        .prop_map(String::from),
         prop::sample::select(vec![
             r#""safe""#,
             r#""x""#,
