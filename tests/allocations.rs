@@ -54,3 +54,48 @@ fn a_decision_allocates_nothing_at_any_size() {
         );
     }
 }
+
+/// From the wire: `tools/call` params bytes read by
+/// `ToolCallParams::from_json` and decided. The arguments stay text and
+/// conditions read the keys they name (strings borrowed, numbers on the
+/// stack), so the generated mix allocates nothing here either.
+#[test]
+fn bytes_to_decision_allocates_nothing_for_the_mix() {
+    for size in gen::SIZES {
+        let work = gen::Workload::new(size).unwrap();
+        let set = PolicySet::from_text("generated.mcppol", &work.text).unwrap();
+        let policy = set.get(&work.spec.name).unwrap();
+        let taints: Vec<Vec<&str>> = work.requests.iter().map(|(_, r)| r.taint_refs()).collect();
+        let wire: Vec<Vec<u8>> = work
+            .requests
+            .iter()
+            .map(|(_, r)| {
+                serde_json::to_vec(&serde_json::json!({"name": r.tool, "arguments": r.args}))
+                    .unwrap()
+            })
+            .collect();
+        let run = || {
+            for ((bytes, (_, r)), taint) in wire.iter().zip(&work.requests).zip(&taints) {
+                let params = mcppol::ToolCallParams::from_json(black_box(bytes)).unwrap();
+                let request = params
+                    .request(&r.server)
+                    .with_annotations(&r.annotations)
+                    .with_taint(taint)
+                    .with_principal(&r.principal)
+                    .with_assigns(&r.assigns);
+                black_box(policy.decide(black_box(&request)));
+            }
+        };
+        run();
+        let region = Region::new(GLOBAL);
+        run();
+        let change = region.change();
+        assert_eq!(
+            (change.allocations, change.reallocations),
+            (0, 0),
+            "{size} rules: {} allocations over {} calls from bytes",
+            change.allocations + change.reallocations,
+            wire.len()
+        );
+    }
+}
