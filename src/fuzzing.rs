@@ -81,7 +81,11 @@ pub fn meaning(set: &PolicySet) -> String {
             p.name, st.default, st.scope, st.pin_tools, st.allow_new_tools, st.roots
         );
         if let Some(v) = &p.visibility {
-            let patterns: Vec<&str> = v.patterns.iter().map(|p| p.text.as_str()).collect();
+            let patterns: Vec<&str> = v
+                .patterns
+                .iter()
+                .map(|pat| p.source.text_of(pat.span))
+                .collect();
             let _ = writeln!(out, "tools {patterns:?}");
         }
         for r in p.all_rules() {

@@ -23,9 +23,9 @@
 //! character to one character, so a name that matches exactly also matches
 //! folded: the folded tables never miss an exact match.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
 
 use smallvec::SmallVec;
 
@@ -103,8 +103,22 @@ pub struct IndexedTarget {
     pub name: NameMatcher,
 }
 
+/// An exact target's segments folded, as the index files it.
+#[derive(Debug, Clone)]
+pub struct FoldedTarget {
+    pub server: Glob,
+    /// `None` for a regex (filed under the server, tried as written).
+    pub name: Option<Glob>,
+    /// Folding changed neither segment.
+    pub unchanged: bool,
+}
+
 /// Rule numbers (positions in their list) or pattern positions.
 pub type Hits = SmallVec<[u32; 16]>;
+
+/// The candidates filed under one key (a literal name, a prefix, a
+/// suffix): most keys have one or two, held without a heap allocation.
+type CandList = SmallVec<[Cand; 2]>;
 
 /// The candidates of one request, in file order (deny, ask, allow).
 pub type Cands = SmallVec<[Cand; 16]>;
@@ -226,7 +240,7 @@ impl End {
 
 #[derive(Debug, Clone)]
 struct AffixEntry<T> {
-    key: Box<str>,
+    key: Arc<str>,
     /// The longest other key this key starts (ends) with.
     parent: u32,
     value: T,
@@ -241,7 +255,7 @@ struct Affixes<T> {
     end: End,
     entries: Vec<AffixEntry<T>>,
     /// While building: where each key is in `entries`.
-    at: FastMap<Box<str>, usize>,
+    at: FastMap<Arc<str>, usize>,
 }
 
 impl<T: Default> Affixes<T> {
@@ -253,11 +267,11 @@ impl<T: Default> Affixes<T> {
         }
     }
 
-    fn entry(&mut self, key: &str) -> &mut T {
+    fn entry(&mut self, key: &Arc<str>) -> &mut T {
         // A few keys are found by comparing them; past that, by a map
         // (built then from the keys so far).
         let found = if self.entries.len() <= LINEAR_AFFIXES {
-            self.entries.iter().position(|e| &*e.key == key)
+            self.entries.iter().position(|e| e.key == *key)
         } else {
             if self.at.is_empty() {
                 self.at = self
@@ -267,19 +281,19 @@ impl<T: Default> Affixes<T> {
                     .map(|(i, e)| (e.key.clone(), i))
                     .collect();
             }
-            self.at.get(key).copied()
+            self.at.get(&**key).copied()
         };
         let at = match found {
             Some(at) => at,
             None => {
                 self.entries.push(AffixEntry {
-                    key: key.into(),
+                    key: Arc::clone(key),
                     parent: NO_PARENT,
                     value: T::default(),
                 });
                 let at = self.entries.len() - 1;
                 if !self.at.is_empty() {
-                    self.at.insert(key.into(), at);
+                    self.at.insert(Arc::clone(key), at);
                 }
                 at
             }
@@ -359,7 +373,7 @@ impl<T> Affixes<T> {
 /// pattern of the table but regexes that matches the name.
 #[derive(Debug, Clone, Default)]
 struct Literal {
-    cands: Vec<Cand>,
+    cands: CandList,
     complete: bool,
 }
 
@@ -367,14 +381,17 @@ struct Literal {
 /// (folded).
 #[derive(Debug, Clone)]
 struct Table {
-    literal: FastMap<Box<str>, Literal>,
-    prefixes: Affixes<Vec<Cand>>,
-    suffixes: Affixes<Vec<Cand>>,
+    literal: FastMap<Arc<str>, Literal>,
+    prefixes: Affixes<CandList>,
+    suffixes: Affixes<CandList>,
     all: Vec<Cand>,
     globs: Vec<(Glob, Cand)>,
     /// Regexes; `true` for a loose one, tried on the name as sent and
     /// folded. An exact one's check tries it.
     regexes: Vec<(CompiledRegex, bool, Cand)>,
+    /// While building: the literal names' candidates as filed, grouped
+    /// into `literal` (sized once) by `freeze`.
+    pending: Vec<(Arc<str>, Cand)>,
 }
 
 impl Default for Table {
@@ -386,6 +403,7 @@ impl Default for Table {
             all: Vec::new(),
             globs: Vec::new(),
             regexes: Vec::new(),
+            pending: Vec::new(),
         }
     }
 }
@@ -400,18 +418,8 @@ impl Table {
 
     fn insert_glob(&mut self, glob: &Glob, cand: Cand) {
         match glob {
-            Glob::Literal(l) => match self.literal.get_mut(&**l) {
-                Some(entry) => entry.cands.push(cand),
-                None => {
-                    self.literal.insert(
-                        l.clone(),
-                        Literal {
-                            cands: vec![cand],
-                            complete: false,
-                        },
-                    );
-                }
-            },
+            // The key is shared with the glob (a count, not a copy).
+            Glob::Literal(l) => self.pending.push((Arc::clone(l), cand)),
             Glob::Any => self.all.push(cand),
             Glob::Prefix(p) => self.prefixes.entry(p).push(cand),
             Glob::Suffix(s) => self.suffixes.entry(s).push(cand),
@@ -419,9 +427,25 @@ impl Table {
         }
     }
 
+    /// Groups the literal names' candidates into a map sized once, sorts
+    /// the affixes, and merges into each literal name the other patterns
+    /// that match it.
     fn freeze(&mut self) {
         self.prefixes.freeze();
         self.suffixes.freeze();
+        let mut pending = std::mem::take(&mut self.pending);
+        // By name, then in file order: each name's candidates end up sorted.
+        pending.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(a.1.key.cmp(&b.1.key)));
+        let names = pending.chunk_by(|a, b| a.0 == b.0).count();
+        self.literal.reserve(names);
+        for group in pending.chunk_by(|a, b| a.0 == b.0) {
+            let Some((name, _)) = group.first() else {
+                continue;
+            };
+            let entry = self.literal.entry(Arc::clone(name)).or_default();
+            entry.cands.extend(group.iter().map(|(_, c)| *c));
+        }
+        drop(pending);
         let (prefixes, suffixes, all, globs) =
             (&self.prefixes, &self.suffixes, &self.all, &self.globs);
         let mut more: Vec<Cand> = Vec::new();
@@ -441,7 +465,9 @@ impl Table {
                 entry.complete = true;
             }
             if entry.cands.len() > 1 {
-                entry.cands.sort_unstable_by_key(|c| c.key);
+                if !more.is_empty() {
+                    entry.cands.sort_unstable_by_key(|c| c.key);
+                }
                 entry.cands.dedup();
             }
         }
@@ -449,6 +475,7 @@ impl Table {
 
     fn is_empty(&self) -> bool {
         self.literal.is_empty()
+            && self.pending.is_empty()
             && self.prefixes.is_empty()
             && self.suffixes.is_empty()
             && self.all.is_empty()
@@ -488,7 +515,7 @@ impl Table {
 /// of the `tools {}` block: exclude as list 0, include as list 2).
 #[derive(Debug, Clone)]
 pub struct Lookup {
-    servers: FastMap<Box<str>, Table>,
+    servers: FastMap<Arc<str>, Table>,
     any: Table,
     server_prefixes: Affixes<Table>,
     server_suffixes: Affixes<Table>,
@@ -499,6 +526,14 @@ pub struct Lookup {
     checks: Vec<Check>,
     /// How many candidates each list holds.
     counts: [usize; 3],
+    /// While building: the literal servers' tables in the order first
+    /// seen (moved into `servers`, sized once, by `freeze`), where each
+    /// is, and the last one a target was filed in (the next target
+    /// usually names the same server, and the compiler shares one text per
+    /// distinct server, so a pointer comparison finds it).
+    building: Vec<(Arc<str>, Table)>,
+    building_at: FastMap<Arc<str>, usize>,
+    last: usize,
 }
 
 impl Default for Lookup {
@@ -512,6 +547,9 @@ impl Default for Lookup {
             glob_at: FastMap::default(),
             checks: Vec::new(),
             counts: [0; 3],
+            building: Vec::new(),
+            building_at: FastMap::default(),
+            last: 0,
         }
     }
 }
@@ -519,26 +557,58 @@ impl Default for Lookup {
 impl Lookup {
     /// Files target of rule `number` of `list` (0 deny, 1 ask, 2 allow).
     /// A loose target's segments are folded already; an exact one's are as
-    /// written and are folded here.
+    /// written and are folded here (the compiler, which keeps each distinct
+    /// segment folded once, calls [`Lookup::insert_exact`] instead).
+    #[cfg(test)]
     pub fn insert(&mut self, list: usize, number: u32, target: &IndexedTarget, loose: bool) {
-        if let Some(count) = self.counts.get_mut(list) {
-            *count += 1;
-        }
+        use std::borrow::Cow;
         if loose {
-            let cand = Cand::new(list, number, NO_CHECK);
-            if let Some(table) = self.table(&target.server) {
-                table.insert(&target.name, true, cand);
-            }
+            self.insert_loose(list, number, target);
             return;
         }
-        // An exact target is filed folded and checked as written.
         let server = target.server.folded();
         let name = match &target.name {
             NameMatcher::Glob(g) => Some(g.folded()),
             NameMatcher::Regex(_) => None,
         };
-        let fold_safe =
+        let unchanged =
             matches!(server, Cow::Borrowed(_)) && matches!(name, Some(Cow::Borrowed(_)));
+        let folded = FoldedTarget {
+            server: server.into_owned(),
+            name: name.map(Cow::into_owned),
+            unchanged,
+        };
+        self.insert_exact(list, number, target, &folded);
+    }
+
+    /// Makes room for this many exact targets (kept as written).
+    pub fn reserve_exact_targets(&mut self, n: usize) {
+        self.checks.reserve_exact(n);
+    }
+
+    /// Files a loose target (deny, ask, exclude): its segments are folded.
+    pub fn insert_loose(&mut self, list: usize, number: u32, target: &IndexedTarget) {
+        if let Some(count) = self.counts.get_mut(list) {
+            *count += 1;
+        }
+        let cand = Cand::new(list, number, NO_CHECK);
+        if let Some(table) = self.table(&target.server) {
+            table.insert(&target.name, true, cand);
+        }
+    }
+
+    /// Files an exact target (allow, include), written as `target`, under
+    /// its segments folded (`folded`); it is checked as written.
+    pub fn insert_exact(
+        &mut self,
+        list: usize,
+        number: u32,
+        target: &IndexedTarget,
+        folded: &FoldedTarget,
+    ) {
+        if let Some(count) = self.counts.get_mut(list) {
+            *count += 1;
+        }
         let exact = target.server.is_literal()
             && matches!(&target.name, NameMatcher::Glob(g) if g.is_literal());
         let check = u32::try_from(self.checks.len()).unwrap_or(NO_CHECK);
@@ -546,11 +616,11 @@ impl Lookup {
             server: target.server.clone(),
             name: target.name.clone(),
             exact,
-            fold_safe,
+            fold_safe: folded.unchanged && folded.name.is_some(),
         });
         let cand = Cand::new(list, number, check);
-        if let Some(table) = self.table(&server) {
-            match (&name, &target.name) {
+        if let Some(table) = self.table(&folded.server) {
+            match (&folded.name, &target.name) {
                 (Some(glob), _) => table.insert_glob(glob, cand),
                 (None, NameMatcher::Regex(re)) => table.regexes.push((re.clone(), false, cand)),
                 (None, NameMatcher::Glob(_)) => {}
@@ -558,15 +628,24 @@ impl Lookup {
         }
     }
 
-    /// The table of a (folded) server segment, made if new. A key is copied
-    /// only when it is new.
+    /// The table of a (folded) server segment, made if new. Keys are
+    /// shared with the globs (a count, not a copy).
     fn table(&mut self, server: &Glob) -> Option<&mut Table> {
         Some(match server {
             Glob::Literal(s) => {
-                if !self.servers.contains_key(&**s) {
-                    self.servers.insert(s.clone(), Table::default());
-                }
-                self.servers.get_mut(&**s)?
+                let at = match self.building.get(self.last) {
+                    Some((key, _)) if Arc::ptr_eq(key, s) => self.last,
+                    _ => {
+                        let next = self.building.len();
+                        let at = *self.building_at.entry(Arc::clone(s)).or_insert(next);
+                        if at == next {
+                            self.building.push((Arc::clone(s), Table::default()));
+                        }
+                        at
+                    }
+                };
+                self.last = at;
+                &mut self.building.get_mut(at)?.1
             }
             Glob::Any => &mut self.any,
             Glob::Prefix(p) => self.server_prefixes.entry(p),
@@ -590,9 +669,12 @@ impl Lookup {
     /// literal name's candidates.
     pub fn freeze(&mut self) {
         self.glob_at = FastMap::default();
-        self.servers.shrink_to_fit();
-        for table in self.servers.values_mut() {
+        self.building_at = FastMap::default();
+        let building = std::mem::take(&mut self.building);
+        self.servers.reserve(building.len());
+        for (server, mut table) in building {
             table.freeze();
+            self.servers.insert(server, table);
         }
         self.any.freeze();
         self.server_prefixes.freeze();
@@ -660,6 +742,7 @@ impl Lookup {
     #[cfg(test)]
     fn tables(&self) -> usize {
         self.servers.len()
+            + self.building.len()
             + 1
             + self.server_prefixes.entries.len()
             + self.server_suffixes.entries.len()
@@ -792,7 +875,7 @@ mod tests {
         let mut set: Affixes<u32> = Affixes::new(End::Start);
         let keys = ["", "a", "ab", "abc", "abd", "b", "abcde", "ac", "abcd"];
         for (i, k) in keys.iter().enumerate() {
-            *set.entry(k) = i as u32;
+            *set.entry(&Arc::from(*k)) = i as u32;
         }
         set.freeze();
         for text in ["", "a", "abcdef", "abdx", "ac", "b", "ba", "c", "abc"] {
@@ -806,7 +889,7 @@ mod tests {
         }
         let mut set: Affixes<u32> = Affixes::new(End::End);
         for (i, k) in keys.iter().enumerate() {
-            *set.entry(k) = i as u32;
+            *set.entry(&Arc::from(*k)) = i as u32;
         }
         set.freeze();
         for text in ["", "xab", "cba", "dcba", "bcd", "xabcd", "b"] {
