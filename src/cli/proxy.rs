@@ -14,7 +14,7 @@ use super::{color, exit, usage_error};
 use crate::mcp::DEFAULT_MAX_LINE_BYTES;
 use crate::pipeline::command_hooks::{load_settings, CommandHookOptions};
 use crate::pipeline::Baseline;
-use crate::proxy::{self, Audit, Config};
+use crate::proxy::{self, Audit, Config, Session};
 use crate::store::{Store, Watch};
 use crate::LoadOptions;
 
@@ -137,17 +137,19 @@ pub fn run(args: ProxyArgs) -> u8 {
         );
     }
     let config = Config {
-        server_id: args.server_id,
-        store,
-        policy_name: name,
-        baseline,
-        audit,
-        approver: args.approver,
-        hooks,
+        session: Session {
+            server_id: args.server_id,
+            store,
+            policy_name: name,
+            baseline,
+            audit,
+            approver: args.approver,
+            hooks,
+            max_line_bytes: args.max_line_bytes,
+            max_pending: args.max_pending.max(1),
+            call_timeout: args.call_timeout,
+        },
         command: args.command,
-        max_line_bytes: args.max_line_bytes,
-        max_pending: args.max_pending.max(1),
-        call_timeout: args.call_timeout,
         grace: args.grace,
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()

@@ -5,6 +5,10 @@
 //! `prompts/get` (through the pipeline) and the server's `roots/list`
 //! (pinned roots). See `docs/proxy.md`.
 //!
+//! `run` starts the child and hands its pipes and the proxy's own stdin and
+//! stdout to `serve`, the session itself, which runs over any byte streams
+//! (the fuzz target `proxy` drives it in memory).
+//!
 //! - `peer.rs`: one side of the wire (writer task, the proxy's own
 //!   requests by id);
 //! - `host.rs` / `server.rs`: what arrives from each side;
@@ -24,10 +28,12 @@ mod server;
 mod upstream;
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncWrite};
 
 pub(crate) use audit::Audit;
 use peer::Peer;
@@ -37,8 +43,18 @@ use crate::mcp::jsonrpc::Id;
 use crate::pipeline::{Baseline, Hook, Pipeline, PolicySource};
 use crate::store::Store;
 
-/// The proxy's settings (the command line's flags).
+/// The proxy's settings (the command line's flags): the session's, and
+/// how to start and stop the server.
 pub(crate) struct Config {
+    pub(crate) session: Session,
+    /// The server command and its arguments.
+    pub(crate) command: Vec<String>,
+    /// How long the server has to exit once its stdin is closed.
+    pub(crate) grace: Duration,
+}
+
+/// What a session needs, whatever carries its two sides.
+pub(crate) struct Session {
     pub(crate) server_id: String,
     pub(crate) store: Arc<Store>,
     pub(crate) policy_name: String,
@@ -46,15 +62,22 @@ pub(crate) struct Config {
     pub(crate) audit: Option<Arc<Audit>>,
     pub(crate) approver: Option<String>,
     pub(crate) hooks: Vec<Hook>,
-    pub(crate) command: Vec<String>,
     /// The longest JSON-RPC line read from either side.
     pub(crate) max_line_bytes: usize,
     /// The most requests in flight each way.
     pub(crate) max_pending: usize,
     /// How long the server has to answer a governed request.
     pub(crate) call_timeout: Duration,
-    /// How long the server has to exit once its stdin is closed.
-    pub(crate) grace: Duration,
+}
+
+/// Which side ended a session first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EndedBy {
+    /// The host closed its input.
+    Host,
+    /// The server's output ended (it exited), broke the line bound or
+    /// could not be read.
+    Server,
 }
 
 /// A host request in flight: its task, and the id of what the proxy sent
@@ -122,13 +145,53 @@ pub(crate) async fn run(config: Config) -> u8 {
         child::stop(&mut child, Duration::ZERO).await;
         return child::CANNOT_START;
     };
-    let host = Arc::new(Peer::start("host", tokio::io::stdout(), config.max_pending));
-    let server = Arc::new(Peer::start("server", child_in, config.max_pending));
-    let upstream = Arc::new(Upstream::new(server.clone(), config.call_timeout));
+    let grace = config.grace;
+    let child = &mut child;
+    let status = serve(
+        config.session,
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        child_in,
+        child_out,
+        move |_| child::stop(child, grace),
+    )
+    .await;
+    tracing::info!(target: "mcppol::proxy", status = %status.describe, "the server ended");
+    status.code
+}
+
+/// One session between a host and a server over any byte streams: the
+/// host's input (`host_in`, what the host sends) and output (`host_out`),
+/// the server's input (`server_in`, what the proxy writes it) and output
+/// (`server_out`). Runs until the host's input or the server's output
+/// ends. Then, when the host ended it, the server's input is closed first;
+/// `stop_server` stops the server (for a child: a grace period, a kill, the
+/// reaping) and its output is what `serve` returns; every request still
+/// waiting on the server fails, and those answers reach the host before its
+/// output is closed.
+pub(crate) async fn serve<HR, HW, SW, SR, F, Fut>(
+    session: Session,
+    host_in: HR,
+    host_out: HW,
+    server_in: SW,
+    server_out: SR,
+    stop_server: F,
+) -> Fut::Output
+where
+    HR: AsyncRead + Unpin + Send + 'static,
+    HW: AsyncWrite + Unpin + Send + 'static,
+    SW: AsyncWrite + Unpin + Send + 'static,
+    SR: AsyncRead + Unpin + Send + 'static,
+    F: FnOnce(EndedBy) -> Fut,
+    Fut: Future,
+{
+    let host = Arc::new(Peer::start("host", host_out, session.max_pending));
+    let server = Arc::new(Peer::start("server", server_in, session.max_pending));
+    let upstream = Arc::new(Upstream::new(server.clone(), session.call_timeout));
     let shared = Arc::new(Shared {
-        server_id: config.server_id,
-        store: config.store,
-        policy_name: config.policy_name,
+        server_id: session.server_id,
+        store: session.store,
+        policy_name: session.policy_name,
         host: host.clone(),
         server: server.clone(),
         upstream,
@@ -136,32 +199,31 @@ pub(crate) async fn run(config: Config) -> u8 {
         host_caps: OnceLock::new(),
         inflight: Mutex::new(HashMap::new()),
         relayed: Mutex::new(HashMap::new()),
-        audit: config.audit,
-        max_pending: config.max_pending,
-        max_line_bytes: config.max_line_bytes,
+        audit: session.audit,
+        max_pending: session.max_pending,
+        max_line_bytes: session.max_line_bytes,
         setup: Mutex::new(Some(Setup {
-            baseline: config.baseline,
-            approver: config.approver,
-            hooks: config.hooks,
+            baseline: session.baseline,
+            approver: session.approver,
+            hooks: session.hooks,
         })),
     });
     server::watch_roots(&shared);
-    let from_host = tokio::spawn(host::read(shared.clone(), tokio::io::stdin()));
-    let from_server = tokio::spawn(server::read(shared.clone(), child_out));
-    let status = tokio::select! {
+    let from_host = tokio::spawn(host::read(shared.clone(), host_in));
+    let from_server = tokio::spawn(server::read(shared.clone(), server_out));
+    let stopped = tokio::select! {
         _ = from_host => {
             tracing::info!(target: "mcppol::proxy", "the host closed the input: stopping the server");
             server.close_stream().await;
-            child::stop(&mut child, config.grace).await
+            stop_server(EndedBy::Host).await
         }
         _ = from_server => {
             // Every request still waiting on the server fails now.
             server.close("the server exited");
-            child::stop(&mut child, config.grace).await
+            stop_server(EndedBy::Server).await
         }
     };
     server.close("the server exited");
-    tracing::info!(target: "mcppol::proxy", status = %status.describe, "the server ended");
     // The requests that were waiting on the server answer the host (with
     // an error) before its output is closed.
     for _ in 0..200 {
@@ -171,7 +233,7 @@ pub(crate) async fn run(config: Config) -> u8 {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     host.finish(Duration::from_secs(2)).await;
-    status.code
+    stopped
 }
 
 /// Builds the pipeline once the handshake has told what the host can do.
