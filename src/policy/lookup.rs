@@ -389,7 +389,7 @@ struct Table {
     /// Regexes; `true` for a loose one, tried on the name as sent and
     /// folded. An exact one's check tries it.
     regexes: Vec<(CompiledRegex, bool, Cand)>,
-    /// While building: the literal names' candidates as filed, grouped
+    /// While building: the literal names' candidates as filed, moved
     /// into `literal` (sized once) by `freeze`.
     pending: Vec<(Arc<str>, Cand)>,
 }
@@ -427,25 +427,19 @@ impl Table {
         }
     }
 
-    /// Groups the literal names' candidates into a map sized once, sorts
-    /// the affixes, and merges into each literal name the other patterns
-    /// that match it.
+    /// Files the literal names' candidates in a map sized once, sorts the
+    /// affixes, and merges into each literal name the other patterns that
+    /// match it.
     fn freeze(&mut self) {
         self.prefixes.freeze();
         self.suffixes.freeze();
-        let mut pending = std::mem::take(&mut self.pending);
-        // By name, then in file order: each name's candidates end up sorted.
-        pending.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(a.1.key.cmp(&b.1.key)));
-        let names = pending.chunk_by(|a, b| a.0 == b.0).count();
-        self.literal.reserve(names);
-        for group in pending.chunk_by(|a, b| a.0 == b.0) {
-            let Some((name, _)) = group.first() else {
-                continue;
-            };
-            let entry = self.literal.entry(Arc::clone(name)).or_default();
-            entry.cands.extend(group.iter().map(|(_, c)| *c));
+        // Sized once for every name filed (a name filed twice leaves a
+        // little room unused).
+        let pending = std::mem::take(&mut self.pending);
+        self.literal.reserve(pending.len());
+        for (name, cand) in pending {
+            self.literal.entry(name).or_default().cands.push(cand);
         }
-        drop(pending);
         let (prefixes, suffixes, all, globs) =
             (&self.prefixes, &self.suffixes, &self.all, &self.globs);
         let mut more: Vec<Cand> = Vec::new();
@@ -465,9 +459,7 @@ impl Table {
                 entry.complete = true;
             }
             if entry.cands.len() > 1 {
-                if !more.is_empty() {
-                    entry.cands.sort_unstable_by_key(|c| c.key);
-                }
+                entry.cands.sort_unstable_by_key(|c| c.key);
                 entry.cands.dedup();
             }
         }
