@@ -45,8 +45,8 @@ pub fn load(source: Arc<SourceFile>, options: &LoadOptions) -> Result<PolicySet,
 }
 
 /// Compiles a parsed file: its policies and the errors found.
-pub fn compile<'f>(
-    file: &'f syntax::File,
+pub fn compile(
+    file: &syntax::File,
     source: &Arc<SourceFile>,
     options: &LoadOptions,
 ) -> (Vec<Arc<Policy>>, Vec<Diagnostic>) {
