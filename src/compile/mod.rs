@@ -14,7 +14,7 @@ use smallvec::SmallVec;
 use crate::diagnostics::{Diagnostic, LoadError, Severity, SourceFile};
 use crate::host::HostPredicates;
 use crate::policy::{
-    CompiledRegex, Cond, FastMap, FoldedTarget, Lookup, Policy, PolicySet, Rule, RuleList,
+    BuildMap, CompiledRegex, Cond, FoldedTarget, Lookup, Policy, PolicySet, Rule, RuleList,
     SettingSpans, VisPattern, Visibility,
 };
 use crate::syntax::{self, Effect, Item, PolicyAst, RuleAst, SettingAst, Span, TargetKind};
@@ -56,7 +56,7 @@ pub fn compile(
         diagnostics: Vec::new(),
         regexes: HashMap::new(),
         regex_bytes: 0,
-        segments: FastMap::default(),
+        segments: BuildMap::default(),
     };
     let mut policies: Vec<Arc<Policy>> = Vec::new();
     if let Some(span) = rule_past_the_limit(file) {
@@ -119,7 +119,7 @@ pub(crate) struct Compiler<'a, 'f> {
     /// The file's target segments (`github`, `get_*`) by their text in the
     /// syntax tree: each distinct one is folded and made a glob once, and
     /// every target that writes it shares that glob.
-    segments: FastMap<&'f str, targets::Segment>,
+    segments: BuildMap<&'f str, targets::Segment>,
 }
 
 impl<'f> Compiler<'_, 'f> {

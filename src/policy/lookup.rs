@@ -85,6 +85,41 @@ impl Hasher for FxHasher {
 
 /// A hash map hashed with [`FxHasher`].
 pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+/// [`FxHasher`] with its high bits, which its multiplications mix well,
+/// moved down at the end (as rustc-hash 2 does). Fx's low bits barely
+/// differ between texts that share their first bytes (`*_1t`, `*_2t`), and
+/// a hash table picks buckets by the low bits: 80,000 such patterns made
+/// a map of them cluster and fill in quadratic time. Used by the maps that
+/// only building fills (a file's distinct segments, where each server and
+/// affix is filed).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct MixedHasher(FxHasher);
+
+impl Hasher for MixedHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.write(bytes);
+    }
+
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.0.write_u8(i);
+    }
+
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.0.write_usize(i);
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0.finish().rotate_left(26)
+    }
+}
+
+/// A hash map hashed with [`MixedHasher`], for building.
+pub type BuildMap<K, V> = HashMap<K, V, BuildHasherDefault<MixedHasher>>;
 /// A hash set hashed with [`FxHasher`].
 pub type FastSet<K> = std::collections::HashSet<K, BuildHasherDefault<FxHasher>>;
 
@@ -255,7 +290,7 @@ struct Affixes<T> {
     end: End,
     entries: Vec<AffixEntry<T>>,
     /// While building: where each key is in `entries`.
-    at: FastMap<Arc<str>, usize>,
+    at: BuildMap<Arc<str>, usize>,
 }
 
 impl<T: Default> Affixes<T> {
@@ -263,7 +298,7 @@ impl<T: Default> Affixes<T> {
         Affixes {
             end,
             entries: Vec::new(),
-            at: FastMap::default(),
+            at: BuildMap::default(),
         }
     }
 
@@ -305,7 +340,7 @@ impl<T: Default> Affixes<T> {
 impl<T> Affixes<T> {
     /// Sorts the keys and links each to its longest affix among them.
     fn freeze(&mut self) {
-        self.at = FastMap::default();
+        self.at = BuildMap::default();
         let end = self.end;
         self.entries
             .sort_unstable_by(|a, b| end.cmp(a.key.as_bytes(), b.key.as_bytes()));
@@ -514,7 +549,7 @@ pub struct Lookup {
     /// General server globs (folded), in the order first seen.
     server_globs: Vec<(Glob, Table)>,
     /// While building: where each server glob is.
-    glob_at: FastMap<Glob, usize>,
+    glob_at: BuildMap<Glob, usize>,
     checks: Vec<Check>,
     /// How many candidates each list holds.
     counts: [usize; 3],
@@ -524,7 +559,7 @@ pub struct Lookup {
     /// usually names the same server, and the compiler shares one text per
     /// distinct server, so a pointer comparison finds it).
     building: Vec<(Arc<str>, Table)>,
-    building_at: FastMap<Arc<str>, usize>,
+    building_at: BuildMap<Arc<str>, usize>,
     last: usize,
 }
 
@@ -536,11 +571,11 @@ impl Default for Lookup {
             server_prefixes: Affixes::new(End::Start),
             server_suffixes: Affixes::new(End::End),
             server_globs: Vec::new(),
-            glob_at: FastMap::default(),
+            glob_at: BuildMap::default(),
             checks: Vec::new(),
             counts: [0; 3],
             building: Vec::new(),
-            building_at: FastMap::default(),
+            building_at: BuildMap::default(),
             last: 0,
         }
     }
@@ -660,8 +695,8 @@ impl Lookup {
     /// Makes the index ready to search: sorts the affixes and merges each
     /// literal name's candidates.
     pub fn freeze(&mut self) {
-        self.glob_at = FastMap::default();
-        self.building_at = FastMap::default();
+        self.glob_at = BuildMap::default();
+        self.building_at = BuildMap::default();
         let building = std::mem::take(&mut self.building);
         self.servers.reserve(building.len());
         for (server, mut table) in building {
@@ -860,6 +895,19 @@ mod tests {
         ) {
             agree(&specs, &server, &name)?;
         }
+    }
+
+    /// Texts that differ only past their first bytes still spread over
+    /// the low bits a hash table picks buckets by.
+    #[test]
+    fn the_build_hasher_spreads_similar_texts() {
+        use std::collections::HashSet;
+        use std::hash::BuildHasher;
+        let build = BuildHasherDefault::<MixedHasher>::default();
+        let buckets: HashSet<u64> = (0..1024)
+            .map(|i| build.hash_one(format!("*_{i}t").as_str()) & 1023)
+            .collect();
+        assert!(buckets.len() > 500, "{} of 1024 buckets", buckets.len());
     }
 
     #[test]

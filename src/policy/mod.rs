@@ -17,8 +17,8 @@ pub use condition::{
     AnnotationKey, Cond, Operand, PathRoot, Pred, Quantifier, RootError, Step, Test,
 };
 pub use lookup::{
-    hits_of, Cand, Cands, FastMap, FastSet, FoldedTarget, Hits, IndexedTarget, Lookup, NameMatcher,
-    Query,
+    hits_of, BuildMap, Cand, Cands, FastSet, FoldedTarget, Hits, IndexedTarget, Lookup,
+    NameMatcher, Query,
 };
 pub use settings::{DefaultDecision, Scope, Settings, Trusted};
 
