@@ -1,14 +1,14 @@
 //! Targets and regexes: patterns split into segments, folded for loose
 //! lists, regexes compiled with size limits.
 
+use std::borrow::Cow;
+
 use crate::diagnostics::codes;
 
 use super::Compiler;
 use crate::diagnostics::Diagnostic;
 use crate::policy::glob::Glob;
 use crate::policy::names::fold;
-use std::borrow::Cow;
-
 use crate::policy::{CompiledRegex, FoldedTarget, IndexedTarget, NameMatcher, RegexError, Target};
 use crate::syntax::{Span, TargetAst};
 
@@ -123,24 +123,10 @@ impl<'f> Compiler<'_, 'f> {
         loose: bool,
     ) -> Option<(Target, Option<FoldedTarget>)> {
         let (server, name, span, has_server) = match ast {
-            TargetAst::Any(span) => {
-                let any = Segment {
-                    exact: Glob::Any,
-                    folded: Glob::Any,
-                    unchanged: true,
-                };
-                (any.clone(), Ok(any), *span, false)
-            }
+            TargetAst::Any(span) => (Segment::any(), Ok(Segment::any()), *span, false),
             TargetAst::Pattern(p) => match split_server(&p.node) {
                 Some((s, n)) => (self.segment(s), Ok(self.segment(n)), p.span, true),
-                None => {
-                    let any = Segment {
-                        exact: Glob::Any,
-                        folded: Glob::Any,
-                        unchanged: true,
-                    };
-                    (any, Ok(self.segment(&p.node)), p.span, false)
-                }
+                None => (Segment::any(), Ok(self.segment(&p.node)), p.span, false),
             },
             TargetAst::Regex {
                 server,
@@ -194,4 +180,15 @@ pub(super) struct Segment {
     folded: Glob,
     /// Folding leaves the text as it is.
     unchanged: bool,
+}
+
+impl Segment {
+    /// `*`, and the server segment of a target that names none.
+    fn any() -> Segment {
+        Segment {
+            exact: Glob::Any,
+            folded: Glob::Any,
+            unchanged: true,
+        }
+    }
 }
