@@ -141,6 +141,13 @@ w
 W
 S {\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{\"content\":[]}}
 S $(head -c 5000 /dev/zero | tr '\0' x)"
+# A key twice: the proxy reads the last, a server (or host) may read the first.
+seed_text proxy "#!proxy
+H $pinit
+s 0 0
+H {\"jsonrpc\":\"2.0\",\"method\":\"tools/call\",\"params\":{\"name\":\"delete_all\",\"arguments\":{}},\"method\":\"notifications/progress\"}
+S {\"jsonrpc\":\"2.0\",\"method\":\"elicitation/create\",\"params\":{},\"method\":\"notifications/message\"}
+H {\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"delete_all\",\"name\":\"read\",\"arguments\":{\"path\":\"/srv/work/secret\",\"path\":\"/srv/work/a\"}}}"
 
 # Claude Code hook events (recorded payloads); taint files after a NUL.
 while IFS= read -r -d '' f; do

@@ -599,9 +599,71 @@ fn over_bound(bytes: &[u8]) -> bool {
     bytes.split(|&b| b == b'\n').any(|l| l.len() >= MAX_LINE)
 }
 
+/// JSON read only to find an object with a key twice (JSON parsers differ
+/// on which one counts).
+struct NoDuplicateKeys;
+
+impl<'de> serde::Deserialize<'de> for NoDuplicateKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(NoDuplicateKeysVisitor)
+    }
+}
+
+struct NoDuplicateKeysVisitor;
+
+impl<'de> serde::de::Visitor<'de> for NoDuplicateKeysVisitor {
+    type Value = NoDuplicateKeys;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("JSON")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
+        while a.next_element::<NoDuplicateKeys>()?.is_some() {}
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
+        use serde::de::Error;
+        let mut keys = std::collections::HashSet::new();
+        while let Some(k) = a.next_key::<String>()? {
+            if !keys.insert(k.clone()) {
+                return Err(A::Error::custom(format!("the key {k:?} twice")));
+            }
+            a.next_value::<NoDuplicateKeys>()?;
+        }
+        Ok(NoDuplicateKeys)
+    }
+}
+
 /// A line the proxy wrote: a JSON-RPC message, or (JSON-RPC 2.0, for a
-/// line whose id could not be read) an error response with a null id.
+/// line whose id could not be read) an error response with a null id;
+/// never with a key twice in an object (read differently by different
+/// parsers, it could carry a message past the proxy).
 fn check_line(side: &str, l: &[u8]) -> Option<Message> {
+    if let Err(e) = serde_json::from_slice::<NoDuplicateKeys>(l) {
+        assert!(
+            e.is_syntax() || e.is_eof() || !e.to_string().contains("twice"),
+            "the proxy wrote the {side} a line with {e}: {}",
+            String::from_utf8_lossy(l)
+        );
+    }
     match Message::parse(l) {
         Ok(m) => Some(m),
         Err(e) => {

@@ -85,7 +85,11 @@ async fn on_line(shared: &Arc<Shared>, line: &[u8]) {
         Message::Notification(n) if !n.method.starts_with("notifications/") => {
             tracing::warn!(target: "mcppol::proxy", method = %n.method, "the host sent a request without an id: dropped, it is not governed");
         }
-        Message::Notification(_) => shared.server.send_line(line.to_vec()).await,
+        // Written again from what was read, never the line as it came: a
+        // line with a key twice (`"method"` of `tools/call` and of a
+        // notification) reads as the notification here and could read as
+        // the call to a server whose JSON parser keeps the first.
+        Message::Notification(n) => shared.server.send(&Message::Notification(n)).await,
         Message::Request(r) => start(shared, r).await,
     }
 }

@@ -202,3 +202,36 @@ async fn a_call_waiting_on_the_person_is_answered_when_the_host_closes_its_input
     let text = left[0]["result"]["content"][0]["text"].as_str().unwrap();
     assert!(text.contains("reason ask_failed"), "{text}");
 }
+
+/// Found while writing the fuzz target (which now checks that no line the
+/// proxy writes has a key twice, and has a seed for it): a notification
+/// was relayed as the line that came, so a host line with `"method"` twice
+/// (`tools/call`, then a notification's) was passed on because the proxy
+/// reads the last, and a server whose JSON parser keeps the first read an
+/// ungoverned `tools/call`. Notifications are written again from what was
+/// read, both ways.
+#[tokio::test(start_paused = true)]
+async fn a_notification_is_written_again_never_relayed_as_it_came() {
+    let mut w = start();
+    let smuggled = br#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"delete_all"},"method":"notifications/progress"}
+"#;
+    w.host.as_mut().unwrap().write_all(smuggled).await.unwrap();
+    let line = w.to_server.next_line().await.unwrap().unwrap();
+    assert_eq!(
+        line,
+        r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"name":"delete_all"}}"#
+    );
+    let from_server = br#"{"jsonrpc":"2.0","method":"sampling/createMessage","method":"notifications/message","params":{}}
+"#;
+    w.server
+        .as_mut()
+        .unwrap()
+        .write_all(from_server)
+        .await
+        .unwrap();
+    let line = w.to_host.next_line().await.unwrap().unwrap();
+    assert_eq!(
+        line,
+        r#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#
+    );
+}
