@@ -28,6 +28,9 @@ pub struct LineReader<R> {
     inner: R,
     max: usize,
     buf: Vec<u8>,
+    /// Whether a line over the bound is read to its end (to go on with the
+    /// next), or the error comes at the bound (the stream is given up).
+    drain: bool,
 }
 
 impl<R: AsyncBufRead + Unpin> LineReader<R> {
@@ -37,7 +40,17 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
             inner,
             max,
             buf: Vec::new(),
+            drain: true,
         }
+    }
+
+    /// A reader whose [`FrameError::TooLong`] comes as soon as a line goes
+    /// over the bound, without reading the rest of it: for a stream that is
+    /// given up at the first such line (a line that never ends would
+    /// otherwise be read for ever).
+    pub(crate) fn stop_at_bound(mut self) -> Self {
+        self.drain = false;
+        self
     }
 
     /// The next line without its `\n` (and a `\r` before it), `Ok(None)` at
@@ -66,6 +79,9 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
                     }
                 }
                 self.inner.consume(used);
+                if too_long && !self.drain {
+                    return Err(FrameError::TooLong { max: self.max });
+                }
                 if done {
                     saw_newline = true;
                     break;
@@ -143,5 +159,24 @@ mod tests {
         );
         // Exactly at the bound is fine.
         assert_eq!(lines(b"12345678\n", 8).await, vec![Ok("12345678".into())]);
+    }
+
+    #[tokio::test]
+    async fn stopping_at_the_bound_reads_no_further_than_the_bound() {
+        // A line that never ends: the error comes once the bound is passed,
+        // having read at most the bound and one buffer more.
+        let endless = tokio::io::repeat(b'x');
+        let mut r = LineReader::new(BufReader::with_capacity(16, endless), 64).stop_at_bound();
+        let out = tokio::time::timeout(std::time::Duration::from_secs(5), r.next_line()).await;
+        assert!(
+            matches!(out, Ok(Err(FrameError::TooLong { max: 64 }))),
+            "{out:?}"
+        );
+        // Lines within the bound read as before.
+        let mut r =
+            LineReader::new(BufReader::with_capacity(4, &b"ok\nfine\n"[..]), 64).stop_at_bound();
+        assert_eq!(r.next_line().await.unwrap(), Some(&b"ok"[..]));
+        assert_eq!(r.next_line().await.unwrap(), Some(&b"fine"[..]));
+        assert_eq!(r.next_line().await.unwrap(), None);
     }
 }

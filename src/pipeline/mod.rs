@@ -304,6 +304,7 @@ impl PipelineBuilder {
             observer: self.observer,
             catalog: RwLock::new(None),
             first_listing: RwLock::new(None),
+            listing: tokio::sync::Mutex::new(()),
             changes: Mutex::new(changes),
             next_call: AtomicU64::new(1),
         })
@@ -375,6 +376,11 @@ pub struct Pipeline {
     pub(crate) catalog: RwLock<Option<Arc<Catalog>>>,
     /// The first listing's fingerprints, by tool name.
     pub(crate) first_listing: RwLock<Option<Arc<HashMap<String, String>>>>,
+    /// Held while a listing is asked for and read: one at a time, so the
+    /// first listing (the baseline) is the first the server answered, and
+    /// each is compared with the one before, however their answers are
+    /// scheduled (run.rs, `refresh_catalog`).
+    pub(crate) listing: tokio::sync::Mutex<()>,
     pub(crate) changes: Mutex<broadcast::Receiver<Notification>>,
     pub(crate) next_call: AtomicU64,
 }

@@ -284,6 +284,10 @@ impl Pipeline {
     }
 
     pub(crate) async fn refresh_catalog(&self) -> Result<Arc<Catalog>, CallError> {
+        // One listing at a time: two read side by side could be recorded
+        // in the other order, and a changed definition answered second
+        // become the approved first listing (a rug pull let through).
+        let _one_at_a_time = self.listing.lock().await;
         let tools = self.transport.list_all_tools().await?;
         let previous = self
             .catalog

@@ -5,7 +5,8 @@
 //!
 //! The pipeline runs the approver in its own task under its deadline
 //! (60 s): a command still running then is killed (it is dropped with its
-//! task), and the ask ends in `ask_failed`.
+//! task), and the ask ends in `ask_failed`. So it does, at once, when the
+//! host goes away (closes its input): nobody is left for the call's result.
 
 use std::process::Stdio;
 use std::sync::Arc;
@@ -25,8 +26,9 @@ const MAX_SHOWN_ARGS: usize = 2000;
 
 /// How the proxy asks.
 pub(crate) enum ProxyApprover {
-    /// `sh -c COMMAND`, the request as JSON on stdin, the answer on stdout.
-    Command(String),
+    /// `sh -c COMMAND`, the request as JSON on stdin, the answer on stdout;
+    /// given up when the host goes.
+    Command { command: String, host: Arc<Peer> },
     /// `elicitation/create` to the host.
     Elicit(Arc<Peer>),
 }
@@ -34,7 +36,15 @@ pub(crate) enum ProxyApprover {
 impl Approver for ProxyApprover {
     fn ask(&self, request: ApprovalRequest) -> BoxFuture<'static, Result<Approval, String>> {
         match self {
-            ProxyApprover::Command(c) => Box::pin(run_command(c.clone(), request)),
+            ProxyApprover::Command { command, host } => {
+                let (command, host) = (command.clone(), host.clone());
+                Box::pin(async move {
+                    tokio::select! {
+                        answer = run_command(command, request) => answer,
+                        why = host.closed() => Err(format!("no answer from the approver: {why}")),
+                    }
+                })
+            }
             ProxyApprover::Elicit(host) => Box::pin(elicit(host.clone(), request)),
         }
     }

@@ -15,8 +15,8 @@ use super::upstream::{note_upstream, SLOT};
 use super::{build_pipeline, Inflight, Shared};
 use crate::mcp::framing::{FrameError, LineReader};
 use crate::mcp::jsonrpc::{codes, Id, Message, Notification, Request, Response};
-use crate::mcp::RpcError;
-use crate::pipeline::{args_digest, CallOptions, ErrorKind, Pipeline};
+use crate::mcp::{McpError, RpcError};
+use crate::pipeline::{args_digest, CallError, CallOptions, ErrorKind, Pipeline};
 
 /// Reads the host until it closes its input.
 pub(crate) async fn read<R: AsyncRead + Unpin>(shared: Arc<Shared>, input: R) {
@@ -301,20 +301,41 @@ async fn serve(shared: &Arc<Shared>, request: Request) -> Result<Value, RpcError
 }
 
 /// Relays a host request to the server under a new id and gives back the
-/// server's answer.
+/// server's answer, or a timeout error past `--call-timeout` (the server
+/// is then told, as for a governed call), so that no request holds a place
+/// of `--max-pending` for ever.
 async fn relay(shared: &Shared, method: &str, params: Option<Value>) -> Result<Value, RpcError> {
-    let (id, rx) = shared
-        .server
-        .start_request(method, params)
-        .await
-        .map_err(closed)?;
-    note_upstream(id);
-    let _forget = shared.server.forget_on_drop(id);
-    let answer = rx.await;
-    match answer {
-        Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => Err(closed(e)),
-        Err(_) => Err(closed(PeerError::Closed("the server is gone".into()))),
+    let timeout = shared.upstream.timeout();
+    let sent = std::sync::atomic::AtomicI64::new(0);
+    let answer = async {
+        let (id, rx) = shared
+            .server
+            .start_request(method, params)
+            .await
+            .map_err(closed)?;
+        sent.store(id, std::sync::atomic::Ordering::Relaxed);
+        note_upstream(id);
+        let _forget = shared.server.forget_on_drop(id);
+        match rx.await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(closed(e)),
+            Err(_) => Err(closed(PeerError::Closed("the server is gone".into()))),
+        }
+    };
+    match tokio::time::timeout(timeout, answer).await {
+        Ok(answer) => answer,
+        Err(_) => {
+            let id = sent.load(std::sync::atomic::Ordering::Relaxed);
+            if id != 0 {
+                shared.server.notify_now(
+                    "notifications/cancelled",
+                    Some(json!({"requestId": id, "reason": "timeout"})),
+                );
+            }
+            Err(answer::other_error(CallError::from(McpError::Timeout(
+                timeout,
+            ))))
+        }
     }
 }
 

@@ -112,6 +112,16 @@ pub(crate) struct Shared {
     pub(crate) max_line_bytes: usize,
     /// Taken when the pipeline is built (after the handshake).
     pub(crate) setup: Mutex<Option<Setup>>,
+    /// The listing again after the server's `list_changed` (server.rs).
+    pub(crate) relist: Mutex<Relist>,
+}
+
+/// Whether a listing after `list_changed` runs, and whether another
+/// `list_changed` came since it started.
+#[derive(Default)]
+pub(crate) struct Relist {
+    pub(crate) running: bool,
+    pub(crate) again: bool,
 }
 
 /// What building the pipeline needs, kept until the handshake is done.
@@ -190,7 +200,14 @@ where
     Fut: Future,
 {
     let host = Arc::new(Peer::start("host", host_out, session.max_pending));
-    let server = Arc::new(Peer::start("server", server_in, session.max_pending));
+    // A server that takes nothing written to it for as long as a call may
+    // wait is written to no more (its stdin is closed).
+    let server = Arc::new(Peer::start_with_stall(
+        "server",
+        server_in,
+        session.max_pending,
+        Some(session.call_timeout),
+    ));
     let upstream = Arc::new(Upstream::new(server.clone(), session.call_timeout));
     let shared = Arc::new(Shared {
         server_id: session.server_id,
@@ -211,6 +228,7 @@ where
             approver: session.approver,
             hooks: session.hooks,
         })),
+        relist: Mutex::default(),
     });
     server::watch_roots(&shared);
     let from_host = tokio::spawn(host::read(shared.clone(), host_in));
@@ -218,7 +236,13 @@ where
     let stopped = tokio::select! {
         _ = from_host => {
             tracing::info!(target: "mcppol::proxy", "the host closed the input: stopping the server");
-            server.close_stream().await;
+            // The host will answer nothing more: what waits on it (an
+            // approval, a server's request) fails now, and is decided
+            // (and audited) as such before the end.
+            host.close("the host closed its input");
+            // Without waiting: a server whose queue is full (it reads
+            // nothing) has its input closed now.
+            server.close_now();
             stop_server(EndedBy::Host).await
         }
         _ = from_server => {
@@ -257,7 +281,10 @@ pub(crate) fn build_pipeline(shared: &Shared) -> Option<Arc<Pipeline>> {
     .baseline(setup.baseline)
     .hooks(setup.hooks);
     if let Some(command) = setup.approver {
-        builder = builder.approver(approve::ProxyApprover::Command(command));
+        builder = builder.approver(approve::ProxyApprover::Command {
+            command,
+            host: shared.host.clone(),
+        });
     } else if approve::host_elicits(&caps) {
         builder = builder.approver(approve::ProxyApprover::Elicit(shared.host.clone()));
     }

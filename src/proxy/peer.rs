@@ -5,7 +5,8 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use serde_json::Value;
 use tokio::io::AsyncWrite;
@@ -23,6 +24,9 @@ pub(crate) enum PeerError {
     /// The other side is gone (or was never there), or too much is pending.
     Closed(String),
 }
+
+/// The lines queued for one side's writer before a sender waits.
+const QUEUE: usize = 256;
 
 /// What the writer task does next.
 pub(crate) enum Out {
@@ -44,7 +48,11 @@ pub(crate) struct Peer {
     /// `host` or `server`, for logs and messages.
     pub(crate) side: &'static str,
     out: mpsc::Sender<Out>,
-    state: Mutex<State>,
+    /// Shared with the writer task, which closes it when this side stops
+    /// taking what is written.
+    state: Arc<Mutex<State>>,
+    /// Woken when the side closes (also shared with the writer task).
+    gone: Arc<tokio::sync::Notify>,
     next_id: AtomicI64,
     max_pending: usize,
     writer: Mutex<Option<tokio::task::JoinHandle<()>>>,
@@ -56,12 +64,38 @@ impl Peer {
     where
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        let (out, rx) = mpsc::channel(256);
-        let task = tokio::spawn(write_loop(side, writer, rx));
+        Peer::start_with_stall(side, writer, max_pending, None)
+    }
+
+    /// A peer whose side must take each line within `stall`: one that
+    /// reads nothing for that long is written to no more (its stream is
+    /// closed, and every later request fails at once), so a side that
+    /// stopped reading cannot hold up the proxy for ever.
+    pub(crate) fn start_with_stall<W>(
+        side: &'static str,
+        writer: W,
+        max_pending: usize,
+        stall: Option<Duration>,
+    ) -> Peer
+    where
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let (out, rx) = mpsc::channel(QUEUE);
+        let state = Arc::new(Mutex::new(State::default()));
+        let gone = Arc::new(tokio::sync::Notify::new());
+        let task = tokio::spawn(write_loop(
+            side,
+            writer,
+            rx,
+            state.clone(),
+            gone.clone(),
+            stall,
+        ));
         Peer {
             side,
             out,
-            state: Mutex::new(State::default()),
+            state,
+            gone,
             next_id: AtomicI64::new(1),
             max_pending,
             writer: Mutex::new(Some(task)),
@@ -99,21 +133,59 @@ impl Peer {
         .await;
     }
 
-    /// Closes the stream once what was queued before is written.
-    pub(crate) async fn close_stream(&self) {
-        let _ = self.out.send(Out::Close).await;
+    /// Sends a notification if the queue has room now, without waiting
+    /// (a courtesy such as a cancellation, never worth a hang); `false`
+    /// when it was not queued.
+    pub(crate) fn notify_now(&self, method: &str, params: Option<Value>) -> bool {
+        let line = Message::Notification(Notification {
+            method: method.to_string(),
+            params,
+        })
+        .to_line();
+        self.out.try_send(Out::Line(line)).is_ok()
     }
 
-    /// Writes what is queued, then closes the stream; waits up to `grace`.
-    pub(crate) async fn finish(&self, grace: std::time::Duration) {
-        self.close_stream().await;
+    /// Closes the stream once what was queued before is written, if the
+    /// queue has room; when it is full (the side reads nothing, or not
+    /// fast enough for a side that is going away), the writer stops and
+    /// the stream closes at once. Never waits.
+    pub(crate) fn close_now(&self) {
+        if let Err(mpsc::error::TrySendError::Full(_)) = self.out.try_send(Out::Close) {
+            self.stop_writer();
+        }
+    }
+
+    /// Writes what is queued, then closes the stream; waits up to `grace`
+    /// in all (then stops the writer).
+    pub(crate) async fn finish(&self, grace: Duration) {
+        let mut task = self
+            .writer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        let finished = tokio::time::timeout(grace, async {
+            let _ = self.out.send(Out::Close).await;
+            if let Some(task) = &mut task {
+                let _ = task.await;
+            }
+        })
+        .await;
+        if finished.is_err() {
+            if let Some(task) = &task {
+                task.abort();
+            }
+        }
+    }
+
+    /// Stops the writer task at once (dropping the stream, which closes it).
+    fn stop_writer(&self) {
         let task = self
             .writer
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take();
         if let Some(task) = task {
-            let _ = tokio::time::timeout(grace, task).await;
+            task.abort();
         }
     }
 
@@ -124,6 +196,19 @@ impl Peer {
         method: &str,
         params: Option<Value>,
     ) -> Result<(i64, oneshot::Receiver<Result<Value, PeerError>>), PeerError> {
+        // Room in the queue first: waiting for it is the one await here,
+        // and giving it up (a timeout, a cancelled task) leaves nothing
+        // behind. Once there is room, the request is recorded and queued
+        // with no await between, so none is recorded and never sent.
+        let permit = match self.out.reserve().await {
+            Ok(permit) => permit,
+            Err(_) => {
+                let why = self.lock().closed.clone();
+                return Err(PeerError::Closed(
+                    why.unwrap_or_else(|| format!("the {} is gone", self.side)),
+                ));
+            }
+        };
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         {
@@ -139,12 +224,14 @@ impl Peer {
             }
             state.pending.insert(id, tx);
         }
-        self.send(&Message::Request(Request {
-            id: Id::Number(id),
-            method: method.to_string(),
-            params,
-        }))
-        .await;
+        permit.send(Out::Line(
+            Message::Request(Request {
+                id: Id::Number(id),
+                method: method.to_string(),
+                params,
+            })
+            .to_line(),
+        ));
         Ok((id, rx))
     }
 
@@ -191,8 +278,21 @@ impl Peer {
             state.closed.get_or_insert_with(|| why.to_string());
             std::mem::take(&mut state.pending)
         };
+        self.gone.notify_waiters();
         for (_, tx) in pending {
             let _ = tx.send(Err(PeerError::Closed(why.to_string())));
+        }
+    }
+
+    /// Waits until this side is closed; why.
+    pub(crate) async fn closed(&self) -> String {
+        loop {
+            // Registered before the check: a close in between still wakes it.
+            let woken = self.gone.notified();
+            if let Some(why) = self.lock().closed.clone() {
+                return why;
+            }
+            woken.await;
         }
     }
 
@@ -223,22 +323,56 @@ impl Drop for Forget<'_> {
     }
 }
 
+/// Writes what is queued until told to close. When writing fails, or a
+/// line is not taken within `stall`, the side is closed: the queue goes
+/// (a sender waiting for room gets an error at once) and later requests
+/// fail; the requests already sent wait for their answers (or deadlines).
 async fn write_loop<W: AsyncWrite + Unpin>(
     side: &'static str,
     mut writer: W,
     mut rx: mpsc::Receiver<Out>,
+    state: Arc<Mutex<State>>,
+    gone: Arc<tokio::sync::Notify>,
+    stall: Option<Duration>,
 ) {
     while let Some(next) = rx.recv().await {
-        match next {
-            Out::Line(line) => {
-                if let Err(e) = write_line(&mut writer, &line).await {
-                    tracing::debug!(target: "mcppol::proxy", side, error = %e, "writing failed");
-                    return;
+        let line = match next {
+            Out::Line(line) => line,
+            Out::Close => return,
+        };
+        let written = match stall {
+            None => write_line(&mut writer, &line)
+                .await
+                .map_err(|e| failed(side, &e)),
+            Some(stall) => {
+                match tokio::time::timeout(stall, write_line(&mut writer, &line)).await {
+                    Ok(done) => done.map_err(|e| failed(side, &e)),
+                    Err(_) => {
+                        let why = format!(
+                            "the {side} read nothing for {}",
+                            humantime::format_duration(stall)
+                        );
+                        tracing::warn!(target: "mcppol::proxy", side, "{why}: no more is written to it");
+                        Err(why)
+                    }
                 }
             }
-            Out::Close => return,
+        };
+        if let Err(why) = written {
+            tracing::debug!(target: "mcppol::proxy", side, error = %why, "writing failed");
+            let mut state = state
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            state.closed.get_or_insert(why);
+            drop(state);
+            gone.notify_waiters();
+            return;
         }
     }
+}
+
+fn failed(side: &str, e: &std::io::Error) -> String {
+    format!("writing to the {side} failed: {e}")
 }
 
 #[cfg(test)]
@@ -277,5 +411,103 @@ mod tests {
             peer.request("ping", None).await,
             Err(PeerError::Closed(_))
         ));
+        // Closed already: `closed` answers at once.
+        assert_eq!(peer.closed().await, "the server exited");
+    }
+
+    #[tokio::test]
+    async fn closed_wakes_when_the_side_closes() {
+        let (w, _r) = tokio::io::duplex(64);
+        let peer = std::sync::Arc::new(Peer::start("host", w, 4));
+        let waiting = tokio::spawn({
+            let peer = peer.clone();
+            async move { peer.closed().await }
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!waiting.is_finished());
+        peer.close("the host closed its input");
+        let why = tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(why, "the host closed its input");
+    }
+
+    /// Fills the queue of a peer whose side reads nothing (a 64-byte pipe).
+    fn full_peer(stall: Option<Duration>) -> (Peer, tokio::io::DuplexStream) {
+        let (w, r) = tokio::io::duplex(64);
+        let peer = Peer::start_with_stall("server", w, 10_000, stall);
+        (peer, r)
+    }
+
+    async fn fill(peer: &Peer) {
+        let mut queued = 0;
+        // Twice: the writer takes a line off the queue and blocks on it.
+        for _ in 0..2 {
+            while peer.notify_now(
+                "notifications/message",
+                Some(json!({"pad": "x".repeat(100)})),
+            ) {
+                queued += 1;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(queued > QUEUE, "{queued}");
+        assert!(!peer.notify_now("notifications/message", None));
+    }
+
+    #[tokio::test]
+    async fn a_request_given_up_while_the_queue_is_full_is_not_left_pending() {
+        let (peer, _r) = full_peer(None);
+        fill(&peer).await;
+        let gave_up =
+            tokio::time::timeout(Duration::from_millis(50), peer.start_request("ping", None)).await;
+        assert!(gave_up.is_err());
+        // Nothing recorded that was never sent (it would hold a place of
+        // `max_pending` until the side closed).
+        assert_eq!(peer.pending(), 0);
+    }
+
+    #[tokio::test]
+    async fn closing_a_side_that_reads_nothing_is_bounded() {
+        let (peer, mut r) = full_peer(None);
+        fill(&peer).await;
+        peer.close_now();
+        // The writer stopped: the stream ends once what it holds is read.
+        let mut sink = Vec::new();
+        let read = tokio::time::timeout(
+            Duration::from_secs(5),
+            tokio::io::AsyncReadExt::read_to_end(&mut r, &mut sink),
+        )
+        .await;
+        assert!(matches!(read, Ok(Ok(_))), "{read:?}");
+        let (peer, _r) = full_peer(None);
+        fill(&peer).await;
+        let started = std::time::Instant::now();
+        peer.finish(Duration::from_millis(50)).await;
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[tokio::test]
+    async fn a_side_that_takes_nothing_within_the_stall_is_closed() {
+        let (peer, _r) = full_peer(Some(Duration::from_millis(50)));
+        let (_, rx) = peer
+            .start_request("tools/call", Some(json!({"pad": "x".repeat(1000)})))
+            .await
+            .unwrap();
+        // The line does not fit and is not read: after the stall the side
+        // is closed, and a request fails at once, saying why.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let next = tokio::time::timeout(Duration::from_secs(5), peer.start_request("ping", None))
+            .await
+            .unwrap();
+        assert!(
+            matches!(&next, Err(PeerError::Closed(m)) if m == "the server read nothing for 50ms"),
+            "{next:?}"
+        );
+        assert!(!peer.notify_now("notifications/message", None));
+        // The request already sent waits for its answer or its deadline.
+        assert_eq!(peer.pending(), 1);
+        drop(rx);
     }
 }

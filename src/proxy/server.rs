@@ -18,7 +18,9 @@ use crate::mcp::RpcError;
 
 /// Reads the server until its output ends (it exited) or breaks the bound.
 pub(crate) async fn read<R: AsyncRead + Unpin>(shared: Arc<Shared>, output: R) {
-    let mut lines = LineReader::new(BufReader::new(output), shared.max_line_bytes);
+    // Given up at the first line over the bound: not read to its end,
+    // which may never come.
+    let mut lines = LineReader::new(BufReader::new(output), shared.max_line_bytes).stop_at_bound();
     loop {
         match lines.next_line().await {
             Ok(Some(line)) => on_line(&shared, line).await,
@@ -83,13 +85,7 @@ async fn on_notification(shared: &Arc<Shared>, n: Notification) {
     }
     if n.method == "notifications/tools/list_changed" {
         if let Some(p) = shared.pipeline.get().cloned() {
-            // List again and compare (a changed definition is logged);
-            // the next call sees the new listing.
-            tokio::spawn(async move {
-                if let Err(e) = p.refresh_tools().await {
-                    tracing::warn!(target: "mcppol::proxy", error = %e, "listing the tools again failed");
-                }
-            });
+            relist(shared, p);
         }
     }
     // Written again from what was read, never the line as it came (see
@@ -97,6 +93,35 @@ async fn on_notification(shared: &Arc<Shared>, n: Notification) {
     let out = Message::Notification(n.clone()).to_line();
     let _ = shared.upstream.notes.send(n);
     shared.host.send_line(out).await;
+}
+
+/// Lists the tools again and compares (a changed definition is logged);
+/// the next call sees the new listing in any case. One listing at a time:
+/// a `list_changed` that comes during one makes one more after it, so a
+/// flood of them makes a few listings, not one each.
+fn relist(shared: &Arc<Shared>, p: Arc<crate::pipeline::Pipeline>) {
+    {
+        let mut relist = Shared::lock(&shared.relist);
+        if relist.running {
+            relist.again = true;
+            return;
+        }
+        relist.running = true;
+    }
+    let shared = shared.clone();
+    tokio::spawn(async move {
+        loop {
+            if let Err(e) = p.refresh_tools().await {
+                tracing::warn!(target: "mcppol::proxy", error = %e, "listing the tools again failed");
+            }
+            let mut relist = Shared::lock(&shared.relist);
+            if !relist.again {
+                relist.running = false;
+                return;
+            }
+            relist.again = false;
+        }
+    });
 }
 
 fn start(shared: &Arc<Shared>, request: Request) {

@@ -40,6 +40,13 @@ pub(crate) struct Upstream {
 }
 
 impl Upstream {
+    /// How long the server has to answer a request the proxy sends it.
+    pub(crate) fn timeout(&self) -> Duration {
+        self.timeout
+    }
+}
+
+impl Upstream {
     pub(crate) fn new(peer: Arc<Peer>, timeout: Duration) -> Upstream {
         Upstream {
             peer,
@@ -101,13 +108,18 @@ impl Transport for Upstream {
             match tokio::time::timeout(self.timeout, answer).await {
                 Ok(outcome) => outcome,
                 Err(_) => {
+                    // The server is told, if the request reached its queue
+                    // and the queue has room: never waited for, as a
+                    // server that reads nothing would hold the answer up.
                     let id = sent.load(Ordering::Relaxed);
-                    self.peer
-                        .notify(
+                    if id != 0
+                        && !self.peer.notify_now(
                             "notifications/cancelled",
                             Some(json!({"requestId": id, "reason": "timeout"})),
                         )
-                        .await;
+                    {
+                        tracing::debug!(target: "mcppol::proxy", id, "the server's input is full: the cancellation was not sent");
+                    }
                     Err(McpError::Timeout(self.timeout))
                 }
             }

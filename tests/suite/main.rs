@@ -59,6 +59,10 @@ mod properties;
 mod proxy;
 #[cfg(all(feature = "cli", feature = "pipeline"))]
 mod proxy_e2e;
+#[cfg(all(feature = "cli", feature = "pipeline"))]
+mod proxy_faults;
+#[cfg(all(feature = "cli", feature = "pipeline"))]
+mod proxy_load;
 mod robustness;
 #[cfg(feature = "cli")]
 mod roots;

@@ -4,7 +4,8 @@
 #![cfg(unix)]
 #![allow(clippy::unwrap_used, clippy::panic)]
 
-mod harness;
+/// Shared with `proxy_faults` and `proxy_load`.
+pub(crate) mod harness;
 
 use std::path::Path;
 use std::time::Duration;

@@ -153,15 +153,69 @@ impl Proxy {
 
     /// Closes the host side and waits for the proxy to exit.
     pub fn close(&mut self) -> std::process::ExitStatus {
+        self.close_input();
+        self.wait_exit(WAIT)
+    }
+
+    /// The proxy's stdin, for a test that writes it on a thread of its own
+    /// (dropping it closes it).
+    pub fn take_stdin(&mut self) -> ChildStdin {
+        self.stdin.take().unwrap()
+    }
+
+    /// Closes the proxy's stdin (the host goes away) and leaves it running.
+    pub fn close_input(&mut self) {
         drop(self.stdin.take());
-        let deadline = Instant::now() + WAIT;
+    }
+
+    /// Waits up to `within` for the proxy to exit on its own.
+    pub fn wait_exit(&mut self, within: Duration) -> std::process::ExitStatus {
+        let deadline = Instant::now() + within;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
                 return status;
             }
-            assert!(Instant::now() < deadline, "the proxy did not exit");
+            assert!(
+                Instant::now() < deadline,
+                "the proxy did not exit within {within:?}; stderr:\n{}",
+                self.stderr_text()
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// Waits for the first message `pick` accepts and drops the others
+    /// (a flood is not kept in memory); the message and how many were
+    /// dropped.
+    pub fn wait_dropping(&mut self, pick: impl Fn(&Value) -> bool) -> (Value, usize) {
+        let mut dropped = 0;
+        if let Some(i) = self.backlog.iter().position(&pick) {
+            dropped = i;
+            let v = self.backlog.remove(i);
+            self.backlog.drain(..i);
+            return (v, dropped);
+        }
+        dropped += self.backlog.len();
+        self.backlog.clear();
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.out.recv_timeout(left) {
+                Ok(v) if pick(&v) => return (v, dropped),
+                Ok(_) => dropped += 1,
+                Err(e) => panic!(
+                    "waited in vain ({e:?}) after dropping {dropped} messages; stderr:\n{}",
+                    self.stderr_text()
+                ),
+            }
+        }
+    }
+
+    /// A field of the proxy's `/proc/PID/status` in KiB (`VmRSS:`,
+    /// `VmHWM:`), while it runs.
+    #[cfg(target_os = "linux")]
+    pub fn status_kib(&self, field: &str) -> u64 {
+        proc_status_kib(self.child.id(), field)
     }
 
     pub fn stderr_text(&self) -> String {
@@ -174,6 +228,18 @@ impl Drop for Proxy {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A field of `/proc/PID/status` in KiB (`VmRSS:`, `VmHWM:`); 0 when the
+/// process is gone.
+#[cfg(target_os = "linux")]
+pub fn proc_status_kib(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
 }
 
 /// The text of a tool result's first block.
