@@ -28,7 +28,7 @@ use arbitrary::{Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use mcppol::fuzzing::mcp::{Id, Message};
 use mcppol::fuzzing::proxy::{serve, Options};
-use mcppol::{LoadOptions, Request, Store, Verdict};
+use mcppol::{LoadOptions, Request, Store, ToolApproval, Verdict};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 
@@ -996,20 +996,36 @@ async fn session(script: Script) {
                     args.is_object(),
                     "arguments that are not an object reached the server"
                 );
-                let mut request = Request::tool(SERVER, name).with_args(&args);
-                if !approver {
-                    request = request.without_approver();
-                }
-                let d = policy.decide(&request);
-                assert_ne!(
-                    d.decision,
-                    Verdict::Deny,
-                    "a denied tools/call reached the server: {name} {args} ({})",
-                    d.to_json()
-                );
-                if d.decision == Verdict::Ask {
+                // Decided as an approved tool, and as one whose definition
+                // changed since (the pin: deny > pin > ask > allow >
+                // default, so a changed tool the policy denies by default
+                // is asked about, and a person may allow it).
+                let decide = |approval| {
+                    let mut request = Request::tool(SERVER, name)
+                        .with_args(&args)
+                        .with_approval(approval);
+                    if !approver {
+                        request = request.without_approver();
+                    }
+                    policy.decide(&request)
+                };
+                let approved = decide(ToolApproval::Approved);
+                let changed = decide(ToolApproval::Changed);
+                if approved.decision != Verdict::Allow {
                     assert!(
-                        asked_and_accepted(&host_lines, &host_sent, name),
+                        approved.decision == Verdict::Ask || changed.decision == Verdict::Ask,
+                        "a denied tools/call reached the server: {name} {args} ({})",
+                        approved.to_json()
+                    );
+                    // Denied unless changed: the person was asked about
+                    // the change.
+                    let why = if approved.decision == Verdict::Deny {
+                        "reason definition_changed"
+                    } else {
+                        ""
+                    };
+                    assert!(
+                        asked_and_accepted(&host_lines, &host_sent, name, why),
                         "an asked tools/call reached the server though nobody allowed it: {name} {args}"
                     );
                 }
@@ -1112,8 +1128,14 @@ fn cancelled(sent: &[(usize, Vec<u8>)]) -> HashMap<Id, usize> {
 }
 
 /// Whether the proxy asked the host about tool `name` (an
-/// `elicitation/create`) and the host accepted with an allow.
-fn asked_and_accepted(to_host: &[Message], host_sent: &[(usize, Vec<u8>)], name: &str) -> bool {
+/// `elicitation/create` whose message holds `why`) and the host accepted
+/// with an allow.
+fn asked_and_accepted(
+    to_host: &[Message],
+    host_sent: &[(usize, Vec<u8>)],
+    name: &str,
+    why: &str,
+) -> bool {
     let needle = format!("runs tool `{name}`");
     let asked: Vec<&Id> = to_host
         .iter()
@@ -1123,7 +1145,7 @@ fn asked_and_accepted(to_host: &[Message], host_sent: &[(usize, Vec<u8>)], name:
                     && r.params
                         .as_ref()
                         .and_then(|p| p["message"].as_str())
-                        .is_some_and(|t| t.contains(&needle)) =>
+                        .is_some_and(|t| t.contains(&needle) && t.contains(why)) =>
             {
                 Some(&r.id)
             }
