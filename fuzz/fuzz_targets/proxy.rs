@@ -8,11 +8,14 @@
 //! waits. Time is paused, so every timeout fires at once. Then the host
 //! closes its input, and:
 //! - nothing panics, and the session ends (no hang);
-//! - every line the proxy wrote to either side is one JSON-RPC message;
+//! - every line the proxy wrote to either side is one JSON-RPC message,
+//!   with no key twice in an object;
 //! - no `tools/call` (nor an in-scope `resources/read` or `prompts/get`)
 //!   reached the server unless the policy, decided again here on what
 //!   reached the server, does not deny it; one it asks about reached the
-//!   server only after the host was asked about that tool and accepted;
+//!   server only after the host was asked about that tool and accepted
+//!   (decided as an approved tool and as a changed one: the pin outranks
+//!   the default, so a changed tool the default denies is asked about);
 //! - every host request with an id got at most one answer with that id,
 //!   and exactly one unless it was cancelled or the server had already
 //!   exited; the proxy answered nothing the host did not ask; the same
