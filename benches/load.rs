@@ -5,6 +5,12 @@
 //! `PolicySet` keeps, and the allocations made while deciding the request
 //! mix (the common path should make none). A counting allocator
 //! (`stats_alloc`) wraps the system allocator for this whole binary.
+//!
+//! With `--features fuzzing`, the group `compile/N` times the compile step
+//! alone, on text parsed beforehand (`mcppol::fuzzing::{parse, compile}`,
+//! hidden entry points that exist only with that non-default feature, so
+//! the public API stays as it is): `cargo bench --features fuzzing --bench
+//! load`.
 
 #![allow(clippy::expect_used)] // a benchmark stops on a broken fixture
 
@@ -85,6 +91,31 @@ fn load(c: &mut Criterion) {
         );
     }
     group.finish();
+    compile(c, &works);
+}
+
+/// The compile step alone (text already parsed): syntax tree to policy.
+#[cfg(feature = "fuzzing")]
+fn compile(c: &mut Criterion, works: &[gen::Workload]) {
+    let options = mcppol::LoadOptions::default();
+    let mut group = c.benchmark_group("compile");
+    group.sample_size(10);
+    for work in works {
+        let parsed = mcppol::fuzzing::parse("generated.mcppol", &work.text).expect("parses");
+        group.bench_with_input(
+            BenchmarkId::from_parameter(work.size),
+            &parsed,
+            |b, parsed| {
+                b.iter(|| mcppol::fuzzing::compile(black_box(parsed), &options).expect("compiles"))
+            },
+        );
+    }
+    group.finish();
+}
+
+#[cfg(not(feature = "fuzzing"))]
+fn compile(_: &mut Criterion, _: &[gen::Workload]) {
+    eprintln!("compile/N (the compile step alone) needs `--features fuzzing`");
 }
 
 criterion_group!(benches, load);

@@ -48,6 +48,11 @@ impl SourceFile {
         })
     }
 
+    /// The text of a span (empty if the span is not in the text).
+    pub(crate) fn text_of(&self, span: crate::syntax::Span) -> &str {
+        self.text.get(span.start..span.end).unwrap_or_default()
+    }
+
     /// The 1-based line of a byte offset (what [`SourceFile::line_col`]
     /// gives first, without counting the column).
     pub fn line_of(&self, offset: usize) -> usize {

@@ -1,14 +1,18 @@
 //! The narrow internals the fuzz targets (`fuzz/`) check and the public
 //! API does not reach: lexical path canonicalization, the RFC 8785 digest
 //! of any JSON value, what a compiled policy means with its spans left
-//! out, the Claude Code hook's entry point, and one proxy session over
-//! in-memory streams. Compiled only with the `fuzzing` feature (never a
-//! default); not API, and hidden from the docs.
+//! out, the Claude Code hook's entry point, one proxy session over
+//! in-memory streams; and the compile step on its own ([`parse`],
+//! [`compile`]), which the load bench times apart from parsing. Compiled
+//! only with the `fuzzing` feature (never a default); not API, and hidden
+//! from the docs.
 
 use std::fmt::Write as _;
+use std::sync::Arc;
 
+use crate::diagnostics::{LoadError, Severity, SourceFile};
 use crate::policy::Trusted;
-use crate::PolicySet;
+use crate::{LoadOptions, PolicySet};
 
 pub use crate::fingerprint::{digest, is_fingerprint};
 pub use crate::paths::{canonical_root, canonicalize, inside, is_within, PathError};
@@ -114,6 +118,35 @@ pub mod proxy {
     }
 }
 
+/// A policy file parsed and not compiled yet (opaque: the syntax tree
+/// stays inside the crate).
+pub struct Parsed {
+    file: crate::syntax::File,
+    source: Arc<SourceFile>,
+}
+
+/// Parses policy text without compiling it: what [`compile`] takes.
+pub fn parse(origin: &str, text: &str) -> Result<Parsed, LoadError> {
+    let source = SourceFile::new(origin, text);
+    let (file, diagnostics) = crate::syntax::parse(&source);
+    if diagnostics.iter().any(|d| d.severity == Severity::Error) {
+        return Err(LoadError::new(diagnostics));
+    }
+    Ok(Parsed { file, source })
+}
+
+/// Compiles a parsed file, as [`PolicySet::from_text`] does after parsing.
+pub fn compile(parsed: &Parsed, options: &LoadOptions) -> Result<PolicySet, LoadError> {
+    let (policies, diagnostics) = crate::compile::compile(&parsed.file, &parsed.source, options);
+    if diagnostics.iter().any(|d| d.severity == Severity::Error) {
+        return Err(LoadError::new(diagnostics));
+    }
+    Ok(PolicySet {
+        policies,
+        source: Arc::clone(&parsed.source),
+    })
+}
+
 /// What the compiled policies of a set mean, as text, with every span and
 /// line left out: two texts that compile to the same rules, settings and
 /// visibility give the same string (`fmt` must keep it).
@@ -135,7 +168,11 @@ pub fn meaning(set: &PolicySet) -> String {
             p.name, st.default, st.scope, st.pin_tools, st.allow_new_tools, st.roots
         );
         if let Some(v) = &p.visibility {
-            let patterns: Vec<&str> = v.patterns.iter().map(|p| p.text.as_str()).collect();
+            let patterns: Vec<&str> = v
+                .patterns
+                .iter()
+                .map(|pat| p.source.text_of(pat.span))
+                .collect();
             let _ = writeln!(out, "tools {patterns:?}");
         }
         for r in p.all_rules() {
@@ -198,5 +235,19 @@ mod tests {
         let c = PolicySet::from_text("c", "policy p { deny \"a/b\" when args.x == 2 }").unwrap();
         assert_eq!(meaning(&a), meaning(&b));
         assert_ne!(meaning(&a), meaning(&c));
+    }
+
+    #[test]
+    fn parse_then_compile_is_a_load() {
+        let text = "policy p { deny \"a/b\" when args.x == 1\n allow \"a/*\" }";
+        let parsed = parse("a", text).unwrap();
+        let set = compile(&parsed, &LoadOptions::default()).unwrap();
+        assert_eq!(
+            meaning(&set),
+            meaning(&PolicySet::from_text("a", text).unwrap())
+        );
+        assert!(parse("a", "policy p { deny }").is_err());
+        let bad = parse("a", "policy p { deny \"a\" ~ /(/ }").unwrap();
+        assert!(compile(&bad, &LoadOptions::default()).is_err());
     }
 }

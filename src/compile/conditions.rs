@@ -44,7 +44,7 @@ enum Resolved {
     Host(String, Span),
 }
 
-impl Compiler<'_> {
+impl<'f> Compiler<'_, 'f> {
     pub(super) fn condition(&mut self, ast: &syntax::Cond, at: Polarity) -> Option<Cond> {
         match ast {
             syntax::Cond::Or(parts, _) | syntax::Cond::And(parts, _) => {

@@ -9,11 +9,13 @@ use crate::diagnostics::codes;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use smallvec::SmallVec;
+
 use crate::diagnostics::{Diagnostic, LoadError, Severity, SourceFile};
 use crate::host::HostPredicates;
 use crate::policy::{
-    CompiledRegex, Cond, Lookup, Policy, PolicySet, Rule, RuleList, SettingSpans, Target,
-    VisPattern, Visibility,
+    BuildMap, CompiledRegex, Cond, FoldedTarget, Lookup, Policy, PolicySet, Rule, RuleList,
+    SettingSpans, VisPattern, Visibility,
 };
 use crate::syntax::{self, Effect, Item, PolicyAst, RuleAst, SettingAst, Span, TargetKind};
 
@@ -54,6 +56,7 @@ pub fn compile(
         diagnostics: Vec::new(),
         regexes: HashMap::new(),
         regex_bytes: 0,
+        segments: BuildMap::default(),
     };
     let mut policies: Vec<Arc<Policy>> = Vec::new();
     if let Some(span) = rule_past_the_limit(file) {
@@ -105,7 +108,7 @@ fn rule_past_the_limit(file: &syntax::File) -> Option<Span> {
         .nth(crate::limits::MAX_RULES)
 }
 
-pub(crate) struct Compiler<'a> {
+pub(crate) struct Compiler<'a, 'f> {
     source: &'a Arc<SourceFile>,
     options: &'a LoadOptions,
     diagnostics: Vec<Diagnostic>,
@@ -113,9 +116,13 @@ pub(crate) struct Compiler<'a> {
     regexes: HashMap<Box<str>, CompiledRegex>,
     /// Heap bytes the distinct regexes hold together.
     regex_bytes: usize,
+    /// The file's target segments (`github`, `get_*`) by their text in the
+    /// syntax tree: each distinct one is folded and made a glob once, and
+    /// every target that writes it shares that glob.
+    segments: BuildMap<&'f str, targets::Segment>,
 }
 
-impl Compiler<'_> {
+impl<'f> Compiler<'_, 'f> {
     fn push(&mut self, diagnostic: Diagnostic) {
         self.diagnostics.push(diagnostic);
     }
@@ -132,7 +139,7 @@ impl Compiler<'_> {
         u32::try_from(self.source.line_of(span.start)).unwrap_or(u32::MAX)
     }
 
-    fn policy(&mut self, ast: &PolicyAst) -> Policy {
+    fn policy(&mut self, ast: &'f PolicyAst) -> Policy {
         let settings_ast: Vec<_> = ast
             .items
             .iter()
@@ -146,6 +153,23 @@ impl Compiler<'_> {
         let mut visibility: Option<Visibility> = None;
         let mut lists: [RuleList; 3] = Default::default();
         let mut index: [Lookup; 3] = Default::default();
+        // Sized once: the rules of each list, the exact (allow) targets of
+        // each kind, which the index keeps as written.
+        let (mut rules, mut exact) = ([0usize; 3], [0usize; 3]);
+        for item in &ast.items {
+            if let Item::Rule(r) = item {
+                rules[r.effect.node.index()] += 1;
+                if r.effect.node == Effect::Allow {
+                    exact[r.kind.index()] += r.targets.len();
+                }
+            }
+        }
+        for (list, n) in lists.iter_mut().zip(rules) {
+            list.rules.reserve_exact(n);
+        }
+        for (lookup, n) in index.iter_mut().zip(exact) {
+            lookup.reserve_exact_targets(n);
+        }
         let mut named: HashMap<&str, Span> = HashMap::new();
         for item in &ast.items {
             match item {
@@ -189,18 +213,8 @@ impl Compiler<'_> {
                     self.kind_in_scope(rule, &settings);
                     let list = &mut lists[rule.effect.node.index()];
                     let number = list.rules.len();
-                    if let Some(compiled) = self.rule(rule, number) {
-                        let effect = rule.effect.node;
-                        let lookup = &mut index[compiled.kind.index()];
-                        for target in &compiled.targets {
-                            lookup.insert(
-                                effect.index(),
-                                number as u32,
-                                &target.matcher,
-                                effect != Effect::Allow,
-                            );
-                        }
-                        lists[effect.index()].rules.push(compiled);
+                    if let Some(compiled) = self.rule(rule, number, &mut index[rule.kind.index()]) {
+                        lists[rule.effect.node.index()].rules.push(compiled);
                     } else {
                         // Keep numbering stable: a placeholder would be wrong
                         // to decide with, but the file does not load anyway.
@@ -258,11 +272,25 @@ impl Compiler<'_> {
         }
     }
 
-    fn rule(&mut self, ast: &RuleAst, number: usize) -> Option<Rule> {
+    /// Compiles rule `number` of its list and files its targets in the
+    /// index of its kind (`index`), all of them or, if any part of the rule
+    /// does not compile, none.
+    fn rule(&mut self, ast: &'f RuleAst, number: usize, index: &mut Lookup) -> Option<Rule> {
         let effect = ast.effect.node;
         let loose = effect != Effect::Allow;
-        let targets: Vec<Option<Target>> =
-            ast.targets.iter().map(|t| self.target(t, loose)).collect();
+        // Every target is compiled, so that each error is reported.
+        let mut targets = Vec::with_capacity(ast.targets.len());
+        let mut folded: SmallVec<[Option<FoldedTarget>; 4]> = SmallVec::new();
+        let mut failed = false;
+        for t in &ast.targets {
+            match self.target(t, loose) {
+                Some((target, f)) => {
+                    targets.push(target);
+                    folded.push(f);
+                }
+                None => failed = true,
+            }
+        }
         let condition = ast.condition.as_ref().map(|clause| {
             let at = Polarity {
                 effect,
@@ -275,39 +303,49 @@ impl Compiler<'_> {
                 compiled
             }
         });
-        let targets: Option<Vec<Target>> = targets.into_iter().collect();
         let condition = match condition {
             None => None,
             Some(c) => Some(c?),
         };
+        if failed {
+            return None;
+        }
+        let list = effect.index();
+        let at = u32::try_from(number).unwrap_or(u32::MAX);
+        for (target, folded) in targets.iter().zip(&folded) {
+            match folded {
+                Some(f) => index.insert_exact(list, at, &target.matcher, f),
+                None => index.insert_loose(list, at, &target.matcher),
+            }
+        }
         let id = match &ast.id {
             Some(id) => Arc::from(id.node.as_str()),
-            None => Arc::from(format!("{}:{number}", effect.as_str())),
+            None => default_id(effect, number),
         };
         Some(Rule {
             id,
             effect,
             kind: ast.kind,
-            targets: targets?,
+            targets,
             condition,
             span: ast.span,
             line: self.line_of(ast.span),
         })
     }
 
-    fn visibility(&mut self, block: &syntax::ToolsBlock) -> Visibility {
+    fn visibility(&mut self, block: &'f syntax::ToolsBlock) -> Visibility {
         let mut lookup = Lookup::default();
         let mut patterns = Vec::new();
         for entry in &block.entries {
             for target in &entry.targets {
-                if let Some(t) = self.target(target, !entry.include) {
+                if let Some((t, folded)) = self.target(target, !entry.include) {
                     // Exclude patterns are list 0 (loose), include list 2 (exact).
-                    let list = if entry.include { 2 } else { 0 };
-                    lookup.insert(list, patterns.len() as u32, &t.matcher, !entry.include);
-                    patterns.push(VisPattern {
-                        text: t.text,
-                        span: t.span,
-                    });
+                    let at = u32::try_from(patterns.len()).unwrap_or(u32::MAX);
+                    match &folded {
+                        Some(f) => lookup.insert_exact(2, at, &t.matcher, f),
+                        None => lookup.insert_loose(0, at, &t.matcher),
+                    }
+                    patterns.push(VisPattern { span: t.span });
                 }
             }
         }
@@ -339,17 +377,58 @@ fn setting_spans(asts: &[&SettingAst]) -> SettingSpans {
     spans
 }
 
+/// The id of a rule written without one: `<list>:<index>` (`deny:12`),
+/// written into a buffer on the stack rather than through `format!` (a
+/// file has up to 100,000 of them).
+fn default_id(effect: Effect, number: usize) -> Arc<str> {
+    let mut buf = [0u8; 32];
+    let mut len = 0;
+    for &b in effect.as_str().as_bytes().iter().chain(b":") {
+        if let Some(slot) = buf.get_mut(len) {
+            *slot = b;
+            len += 1;
+        }
+    }
+    let digits = number.checked_ilog10().map_or(1, |d| d as usize + 1);
+    let mut n = number;
+    for i in (len..len + digits).rev() {
+        if let Some(slot) = buf.get_mut(i) {
+            *slot = b'0' + (n % 10) as u8;
+        }
+        n /= 10;
+    }
+    len += digits;
+    Arc::from(std::str::from_utf8(buf.get(..len).unwrap_or_default()).unwrap_or_default())
+}
+
 /// A rule that failed to compile, kept only so later rules keep their
 /// numbers while the rest of the file is checked.
 fn placeholder(ast: &RuleAst, number: usize) -> Rule {
     // Never decides (the file does not load): no line needed.
     Rule {
-        id: Arc::from(format!("{}:{number}", ast.effect.node.as_str())),
+        id: default_id(ast.effect.node, number),
         effect: ast.effect.node,
         kind: ast.kind,
         targets: Vec::new(),
         condition: None,
         span: ast.span,
         line: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_ids_are_list_and_position() {
+        assert_eq!(&*default_id(Effect::Deny, 0), "deny:0");
+        assert_eq!(&*default_id(Effect::Ask, 9), "ask:9");
+        assert_eq!(&*default_id(Effect::Allow, 10), "allow:10");
+        assert_eq!(&*default_id(Effect::Deny, 99_999), "deny:99999");
+        assert_eq!(
+            *default_id(Effect::Allow, usize::MAX),
+            *format!("allow:{}", usize::MAX)
+        );
     }
 }

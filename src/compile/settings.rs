@@ -18,7 +18,7 @@ fn item_keywords() -> impl Iterator<Item = &'static str> + Clone {
     Effect::names().chain([Block::Tools.as_str()])
 }
 
-impl Compiler<'_> {
+impl<'f> Compiler<'_, 'f> {
     /// Applies every setting of a policy; reports each bad one.
     pub(super) fn settings(&mut self, asts: &[&SettingAst]) -> Settings {
         let mut settings = Settings::default();

@@ -1,13 +1,15 @@
 //! Targets and regexes: patterns split into segments, folded for loose
 //! lists, regexes compiled with size limits.
 
+use std::borrow::Cow;
+
 use crate::diagnostics::codes;
 
 use super::Compiler;
 use crate::diagnostics::Diagnostic;
 use crate::policy::glob::Glob;
 use crate::policy::names::fold;
-use crate::policy::{CompiledRegex, IndexedTarget, NameMatcher, RegexError, Target};
+use crate::policy::{CompiledRegex, FoldedTarget, IndexedTarget, NameMatcher, RegexError, Target};
 use crate::syntax::{Span, TargetAst};
 
 /// Compiled regexes may use this many bytes each; larger ones are refused.
@@ -18,7 +20,7 @@ pub const REGEX_SIZE_LIMIT: usize = 1 << 20;
 /// once.
 pub const REGEX_BUDGET: usize = 64 * REGEX_SIZE_LIMIT;
 
-impl Compiler<'_> {
+impl<'f> Compiler<'_, 'f> {
     /// Compiles a regex (or shares the one already compiled from the same
     /// text) or reports why it cannot be used.
     pub(super) fn regex(&mut self, source: &str, span: Span) -> Option<CompiledRegex> {
@@ -92,65 +94,101 @@ impl Compiler<'_> {
         }
     }
 
-    /// One target of a rule or of the visibility block. `loose` folds the
-    /// segments (deny, ask, exclude).
-    pub(super) fn target(&mut self, ast: &TargetAst, loose: bool) -> Option<Target> {
-        // A segment is folded for a loose list; most are already folded, and
-        // then nothing is copied.
-        let glob = |s: &str| -> Glob {
-            if loose {
-                Glob::new(&fold(s))
-            } else {
-                Glob::new(s)
-            }
+    /// One distinct segment of the file, folded and made a glob once.
+    fn segment(&mut self, text: &'f str) -> Segment {
+        if let Some(seg) = self.segments.get(text) {
+            return seg.clone();
+        }
+        let exact = Glob::new(text);
+        let (folded, unchanged) = match fold(text) {
+            Cow::Borrowed(_) => (exact.clone(), true),
+            Cow::Owned(f) => (Glob::new(&f), false),
         };
-        let source_text = &self.source.text;
-        let text = source_text
-            .get(ast.span().start..ast.span().end)
-            .unwrap_or_default()
-            .to_string();
-        match ast {
-            TargetAst::Any(span) => Some(Target {
-                text,
-                span: *span,
-                exact: false,
-                matcher: IndexedTarget {
-                    server: Glob::Any,
-                    name: NameMatcher::Glob(Glob::Any),
-                },
-            }),
-            TargetAst::Pattern(p) => {
-                let (server, name, has_server) = match p.node.split_once('/') {
-                    Some((s, n)) => (glob(s), glob(n), true),
-                    None => (Glob::Any, glob(&p.node), false),
-                };
-                let exact = has_server && server.is_literal() && name.is_literal();
-                Some(Target {
-                    text,
-                    span: p.span,
-                    exact,
-                    matcher: IndexedTarget {
-                        server,
-                        name: NameMatcher::Glob(name),
-                    },
-                })
-            }
+        let seg = Segment {
+            exact,
+            folded,
+            unchanged,
+        };
+        self.segments.insert(text, seg.clone());
+        seg
+    }
+
+    /// One target of a rule or of the visibility block. `loose` matches the
+    /// segments folded (deny, ask, exclude); an exact target (allow,
+    /// include) comes with its segments folded too, which is how the index
+    /// files it.
+    pub(super) fn target(
+        &mut self,
+        ast: &'f TargetAst,
+        loose: bool,
+    ) -> Option<(Target, Option<FoldedTarget>)> {
+        let (server, name, span, has_server) = match ast {
+            TargetAst::Any(span) => (Segment::any(), Ok(Segment::any()), *span, false),
+            TargetAst::Pattern(p) => match split_server(&p.node) {
+                Some((s, n)) => (self.segment(s), Ok(self.segment(n)), p.span, true),
+                None => (Segment::any(), Ok(self.segment(&p.node)), p.span, false),
+            },
             TargetAst::Regex {
                 server,
                 regex,
                 span,
             } => {
                 let re = self.regex(&regex.node, regex.span)?;
-                Some(Target {
-                    text,
-                    span: *span,
-                    exact: false,
-                    matcher: IndexedTarget {
-                        server: glob(&server.node),
-                        name: NameMatcher::Regex(re),
-                    },
-                })
+                (self.segment(&server.node), Err(re), *span, true)
             }
+        };
+        let exact = has_server
+            && server.exact.is_literal()
+            && matches!(&name, Ok(n) if n.exact.is_literal());
+        if loose {
+            let matcher = IndexedTarget {
+                server: server.folded,
+                name: match name {
+                    Ok(n) => NameMatcher::Glob(n.folded),
+                    Err(re) => NameMatcher::Regex(re),
+                },
+            };
+            return Some((Target::new(span, exact, matcher), None));
+        }
+        let folded = FoldedTarget {
+            server: server.folded,
+            name: name.as_ref().ok().map(|n| n.folded.clone()),
+            unchanged: server.unchanged && name.as_ref().is_ok_and(|n| n.unchanged),
+        };
+        let matcher = IndexedTarget {
+            server: server.exact,
+            name: match name {
+                Ok(n) => NameMatcher::Glob(n.exact),
+                Err(re) => NameMatcher::Regex(re),
+            },
+        };
+        Some((Target::new(span, exact, matcher), Some(folded)))
+    }
+}
+
+/// `server/name` split at its first `/` (a byte loop: these texts are
+/// short, and a `memchr` call costs more than it saves).
+fn split_server(text: &str) -> Option<(&str, &str)> {
+    let at = text.bytes().position(|b| b == b'/')?;
+    Some((text.get(..at)?, text.get(at + 1..)?))
+}
+
+/// A target segment as written and folded.
+#[derive(Debug, Clone)]
+pub(super) struct Segment {
+    exact: Glob,
+    folded: Glob,
+    /// Folding leaves the text as it is.
+    unchanged: bool,
+}
+
+impl Segment {
+    /// `*`, and the server segment of a target that names none.
+    fn any() -> Segment {
+        Segment {
+            exact: Glob::Any,
+            folded: Glob::Any,
+            unchanged: true,
         }
     }
 }

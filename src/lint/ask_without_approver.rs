@@ -17,7 +17,7 @@ pub(super) fn check(cx: &mut Ctx<'_>) {
             TargetKind::Resource => ("resource", "resource reads"),
             _ => ("prompt", "prompt gets"),
         };
-        let targets: Vec<&str> = rule.ir.targets.iter().map(|t| t.text.as_str()).collect();
+        let targets: Vec<&str> = rule.ir.targets.iter().map(|t| cx.text(t.span)).collect();
         let message = format!(
             "`ask {kind}` always denies: {what} never have an approver, so nothing is asked and every match is denied (`reason: no_approver`)"
         );

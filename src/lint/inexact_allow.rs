@@ -34,7 +34,7 @@ pub(super) fn check(cx: &mut Ctx<'_>) {
         } else {
             Span::new(first.span.start, last.span.end)
         };
-        let written: Vec<&str> = inexact.iter().map(|t| t.text.as_str()).collect();
+        let written: Vec<&str> = inexact.iter().map(|t| cx.text(t.span)).collect();
         let exact = exact_rule(cx, &inexact);
         let when = if rule.ast.condition.is_some() {
             " when ..."

@@ -108,7 +108,7 @@ pub(super) fn check(cx: &mut Ctx<'_>) {
                     inner.span,
                     format!(
                         "target {} of this {effect} rule can never decide: {} always wins",
-                        inner.text,
+                        cx.text(inner.span),
                         names.join(" and ")
                     ),
                     "never decides",
@@ -128,7 +128,7 @@ pub(super) fn check(cx: &mut Ctx<'_>) {
         let loose_note = if rule.ir.effect == Effect::Allow && fold(&raw) != raw {
             format!(
                 "; {stronger} rules match loosely (case and `-`, `.`, `_` do not count), so {} also covers this spelling",
-                first_target.text
+                cx.text(first_target.span)
             )
         } else {
             String::new()
@@ -157,7 +157,7 @@ fn hidden(cx: &mut Ctx<'_>, reported: &[usize]) {
     for item in &cx.ast.items {
         let Item::Tools(block) = item else { continue };
         for entry in block.entries.iter().filter(|e| !e.include) {
-            excludes.extend(entry.targets.iter().filter_map(|t| loose_target(cx, t)));
+            excludes.extend(entry.targets.iter().filter_map(loose_target));
         }
     }
     if excludes.is_empty() {
@@ -186,7 +186,7 @@ fn hidden(cx: &mut Ctx<'_>, reported: &[usize]) {
         if by.is_empty() || by.iter().any(Option::is_none) {
             continue;
         }
-        let mut texts: Vec<&str> = by.iter().flatten().map(|e| e.text.as_str()).collect();
+        let mut texts: Vec<&str> = by.iter().flatten().map(|e| cx.text(e.span)).collect();
         texts.dedup();
         found.push((
             lint,
@@ -209,7 +209,7 @@ fn hidden(cx: &mut Ctx<'_>, reported: &[usize]) {
 }
 
 /// A target of the `tools {}` block as an exclude (loose) matches it.
-fn loose_target(cx: &Ctx<'_>, ast: &TargetAst) -> Option<Target> {
+fn loose_target(ast: &TargetAst) -> Option<Target> {
     let (server, name) = match ast {
         TargetAst::Any(_) => (Glob::Any, NameMatcher::Glob(Glob::Any)),
         TargetAst::Pattern(p) => match p.node.split_once('/') {
@@ -224,12 +224,11 @@ fn loose_target(cx: &Ctx<'_>, ast: &TargetAst) -> Option<Target> {
             ),
         ),
     };
-    Some(Target {
-        text: cx.text(ast.span()).to_string(),
-        span: ast.span(),
-        exact: false,
-        matcher: IndexedTarget { server, name },
-    })
+    Some(Target::new(
+        ast.span(),
+        false,
+        IndexedTarget { server, name },
+    ))
 }
 
 /// `deny rule \`no_delete\` (line 12)`.

@@ -60,7 +60,12 @@ pub(super) fn check(cx: &mut Ctx<'_>) {
                     }
                 )
             });
-            found.push((target.span, target.text.clone(), id.to_string(), help));
+            found.push((
+                target.span,
+                cx.text(target.span).to_string(),
+                id.to_string(),
+                help,
+            ));
         }
     }
     for (span, text, id, help) in found {

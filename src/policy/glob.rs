@@ -2,20 +2,26 @@
 //! one character; everything else is literal. Patterns are sorted by shape
 //! at compile time so that the target index can look most of them up by
 //! hash instead of trying them one by one.
+//!
+//! A glob's text is shared (`Arc`): the compiler builds one glob per
+//! distinct segment of a file, and every target, index table and key that
+//! uses it holds a count on it instead of a copy.
+
+use std::sync::Arc;
 
 /// One compiled glob.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Glob {
     /// No wildcard: equality.
-    Literal(Box<str>),
+    Literal(Arc<str>),
     /// `*` alone.
     Any,
     /// `abc*`.
-    Prefix(Box<str>),
+    Prefix(Arc<str>),
     /// `*abc`.
-    Suffix(Box<str>),
+    Suffix(Arc<str>),
     /// Anything else.
-    Pattern(Box<[Token]>),
+    Pattern(Arc<[Token]>),
 }
 
 /// A piece of a general pattern.
@@ -61,10 +67,10 @@ impl Glob {
         }
         match tokens.as_slice() {
             [] => Glob::Literal("".into()),
-            [Token::Literal(l)] => Glob::Literal(l.clone()),
+            [Token::Literal(l)] => Glob::Literal(Arc::from(&**l)),
             [Token::Star] => Glob::Any,
-            [Token::Literal(l), Token::Star] => Glob::Prefix(l.clone()),
-            [Token::Star, Token::Literal(l)] => Glob::Suffix(l.clone()),
+            [Token::Literal(l), Token::Star] => Glob::Prefix(Arc::from(&**l)),
+            [Token::Star, Token::Literal(l)] => Glob::Suffix(Arc::from(&**l)),
             _ => Glob::Pattern(tokens.into()),
         }
     }
@@ -72,7 +78,9 @@ impl Glob {
     /// The pattern with its text folded (`names::fold`): what it is as a
     /// loose target; borrowed when folding changes nothing. Folding maps
     /// each character to one character and leaves `*` and `?` as they
-    /// are, so the shape does not change.
+    /// are, so the shape does not change. (The compiler folds a segment's
+    /// text before making it a glob; the tests check the two agree.)
+    #[cfg(test)]
     pub fn folded(&self) -> std::borrow::Cow<'_, Glob> {
         use super::names::fold;
         use std::borrow::Cow;
@@ -88,7 +96,7 @@ impl Glob {
         if unchanged {
             return Cow::Borrowed(self);
         }
-        let f = |s: &str| -> Box<str> { fold(s).into() };
+        let f = |s: &str| -> Arc<str> { fold(s).into() };
         Cow::Owned(match self {
             Glob::Literal(l) => Glob::Literal(f(l)),
             Glob::Any => Glob::Any,
@@ -98,10 +106,11 @@ impl Glob {
                 tokens
                     .iter()
                     .map(|t| match t {
-                        Token::Literal(l) => Token::Literal(f(l)),
+                        Token::Literal(l) => Token::Literal(fold(l).into()),
                         other => other.clone(),
                     })
-                    .collect(),
+                    .collect::<Vec<_>>()
+                    .into(),
             ),
         })
     }
@@ -246,6 +255,21 @@ mod tests {
             prop_assert_eq!(same(a.as_bytes(), b.as_bytes()), a == b);
             prop_assert_eq!(starts_with(&a, &b), a.starts_with(&b));
             prop_assert_eq!(ends_with(&a, &b), a.ends_with(&b));
+        }
+
+        /// The compiler folds a segment's text and makes a glob of it; the
+        /// index folded the glob: the two agree, shape and all.
+        #[test]
+        fn folding_the_text_or_the_glob_agree(pattern in "[aAb_.*?é-]{0,8}|İ\\*") {
+            use super::super::names::fold;
+            use std::borrow::Cow;
+            let glob = Glob::new(&pattern);
+            let folded = glob.folded();
+            prop_assert_eq!(&*folded, &Glob::new(&fold(&pattern)));
+            prop_assert_eq!(
+                matches!(folded, Cow::Borrowed(_)),
+                matches!(fold(&pattern), Cow::Borrowed(_))
+            );
         }
 
         #[test]

@@ -23,9 +23,9 @@
 //! character to one character, so a name that matches exactly also matches
 //! folded: the folded tables never miss an exact match.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
 
 use smallvec::SmallVec;
 
@@ -85,6 +85,41 @@ impl Hasher for FxHasher {
 
 /// A hash map hashed with [`FxHasher`].
 pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+/// [`FxHasher`] with its high bits, which its multiplications mix well,
+/// moved down at the end (as rustc-hash 2 does). Fx's low bits barely
+/// differ between texts that share their first bytes (`*_1t`, `*_2t`), and
+/// a hash table picks buckets by the low bits: 80,000 such patterns made
+/// a map of them cluster and fill in quadratic time. Used by the maps that
+/// only building fills (a file's distinct segments, where each server and
+/// affix is filed).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct MixedHasher(FxHasher);
+
+impl Hasher for MixedHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.write(bytes);
+    }
+
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.0.write_u8(i);
+    }
+
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.0.write_usize(i);
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0.finish().rotate_left(26)
+    }
+}
+
+/// A hash map hashed with [`MixedHasher`], for building.
+pub type BuildMap<K, V> = HashMap<K, V, BuildHasherDefault<MixedHasher>>;
 /// A hash set hashed with [`FxHasher`].
 pub type FastSet<K> = std::collections::HashSet<K, BuildHasherDefault<FxHasher>>;
 
@@ -103,8 +138,22 @@ pub struct IndexedTarget {
     pub name: NameMatcher,
 }
 
+/// An exact target's segments folded, as the index files it.
+#[derive(Debug, Clone)]
+pub struct FoldedTarget {
+    pub server: Glob,
+    /// `None` for a regex (filed under the server, tried as written).
+    pub name: Option<Glob>,
+    /// Folding changed neither segment.
+    pub unchanged: bool,
+}
+
 /// Rule numbers (positions in their list) or pattern positions.
 pub type Hits = SmallVec<[u32; 16]>;
+
+/// The candidates filed under one key (a literal name, a prefix, a
+/// suffix): most keys have one or two, held without a heap allocation.
+type CandList = SmallVec<[Cand; 2]>;
 
 /// The candidates of one request, in file order (deny, ask, allow).
 pub type Cands = SmallVec<[Cand; 16]>;
@@ -226,7 +275,7 @@ impl End {
 
 #[derive(Debug, Clone)]
 struct AffixEntry<T> {
-    key: Box<str>,
+    key: Arc<str>,
     /// The longest other key this key starts (ends) with.
     parent: u32,
     value: T,
@@ -241,7 +290,7 @@ struct Affixes<T> {
     end: End,
     entries: Vec<AffixEntry<T>>,
     /// While building: where each key is in `entries`.
-    at: FastMap<Box<str>, usize>,
+    at: BuildMap<Arc<str>, usize>,
 }
 
 impl<T: Default> Affixes<T> {
@@ -249,15 +298,15 @@ impl<T: Default> Affixes<T> {
         Affixes {
             end,
             entries: Vec::new(),
-            at: FastMap::default(),
+            at: BuildMap::default(),
         }
     }
 
-    fn entry(&mut self, key: &str) -> &mut T {
+    fn entry(&mut self, key: &Arc<str>) -> &mut T {
         // A few keys are found by comparing them; past that, by a map
         // (built then from the keys so far).
         let found = if self.entries.len() <= LINEAR_AFFIXES {
-            self.entries.iter().position(|e| &*e.key == key)
+            self.entries.iter().position(|e| e.key == *key)
         } else {
             if self.at.is_empty() {
                 self.at = self
@@ -267,19 +316,19 @@ impl<T: Default> Affixes<T> {
                     .map(|(i, e)| (e.key.clone(), i))
                     .collect();
             }
-            self.at.get(key).copied()
+            self.at.get(&**key).copied()
         };
         let at = match found {
             Some(at) => at,
             None => {
                 self.entries.push(AffixEntry {
-                    key: key.into(),
+                    key: Arc::clone(key),
                     parent: NO_PARENT,
                     value: T::default(),
                 });
                 let at = self.entries.len() - 1;
                 if !self.at.is_empty() {
-                    self.at.insert(key.into(), at);
+                    self.at.insert(Arc::clone(key), at);
                 }
                 at
             }
@@ -291,7 +340,7 @@ impl<T: Default> Affixes<T> {
 impl<T> Affixes<T> {
     /// Sorts the keys and links each to its longest affix among them.
     fn freeze(&mut self) {
-        self.at = FastMap::default();
+        self.at = BuildMap::default();
         let end = self.end;
         self.entries
             .sort_unstable_by(|a, b| end.cmp(a.key.as_bytes(), b.key.as_bytes()));
@@ -359,7 +408,7 @@ impl<T> Affixes<T> {
 /// pattern of the table but regexes that matches the name.
 #[derive(Debug, Clone, Default)]
 struct Literal {
-    cands: Vec<Cand>,
+    cands: CandList,
     complete: bool,
 }
 
@@ -367,14 +416,17 @@ struct Literal {
 /// (folded).
 #[derive(Debug, Clone)]
 struct Table {
-    literal: FastMap<Box<str>, Literal>,
-    prefixes: Affixes<Vec<Cand>>,
-    suffixes: Affixes<Vec<Cand>>,
+    literal: FastMap<Arc<str>, Literal>,
+    prefixes: Affixes<CandList>,
+    suffixes: Affixes<CandList>,
     all: Vec<Cand>,
     globs: Vec<(Glob, Cand)>,
     /// Regexes; `true` for a loose one, tried on the name as sent and
     /// folded. An exact one's check tries it.
     regexes: Vec<(CompiledRegex, bool, Cand)>,
+    /// While building: the literal names' candidates as filed, moved
+    /// into `literal` (sized once) by `freeze`.
+    pending: Vec<(Arc<str>, Cand)>,
 }
 
 impl Default for Table {
@@ -386,6 +438,7 @@ impl Default for Table {
             all: Vec::new(),
             globs: Vec::new(),
             regexes: Vec::new(),
+            pending: Vec::new(),
         }
     }
 }
@@ -400,18 +453,8 @@ impl Table {
 
     fn insert_glob(&mut self, glob: &Glob, cand: Cand) {
         match glob {
-            Glob::Literal(l) => match self.literal.get_mut(&**l) {
-                Some(entry) => entry.cands.push(cand),
-                None => {
-                    self.literal.insert(
-                        l.clone(),
-                        Literal {
-                            cands: vec![cand],
-                            complete: false,
-                        },
-                    );
-                }
-            },
+            // The key is shared with the glob (a count, not a copy).
+            Glob::Literal(l) => self.pending.push((Arc::clone(l), cand)),
             Glob::Any => self.all.push(cand),
             Glob::Prefix(p) => self.prefixes.entry(p).push(cand),
             Glob::Suffix(s) => self.suffixes.entry(s).push(cand),
@@ -419,9 +462,19 @@ impl Table {
         }
     }
 
+    /// Files the literal names' candidates in a map sized once, sorts the
+    /// affixes, and merges into each literal name the other patterns that
+    /// match it.
     fn freeze(&mut self) {
         self.prefixes.freeze();
         self.suffixes.freeze();
+        // Sized once for every name filed (a name filed twice leaves a
+        // little room unused).
+        let pending = std::mem::take(&mut self.pending);
+        self.literal.reserve(pending.len());
+        for (name, cand) in pending {
+            self.literal.entry(name).or_default().cands.push(cand);
+        }
         let (prefixes, suffixes, all, globs) =
             (&self.prefixes, &self.suffixes, &self.all, &self.globs);
         let mut more: Vec<Cand> = Vec::new();
@@ -449,6 +502,7 @@ impl Table {
 
     fn is_empty(&self) -> bool {
         self.literal.is_empty()
+            && self.pending.is_empty()
             && self.prefixes.is_empty()
             && self.suffixes.is_empty()
             && self.all.is_empty()
@@ -488,17 +542,25 @@ impl Table {
 /// of the `tools {}` block: exclude as list 0, include as list 2).
 #[derive(Debug, Clone)]
 pub struct Lookup {
-    servers: FastMap<Box<str>, Table>,
+    servers: FastMap<Arc<str>, Table>,
     any: Table,
     server_prefixes: Affixes<Table>,
     server_suffixes: Affixes<Table>,
     /// General server globs (folded), in the order first seen.
     server_globs: Vec<(Glob, Table)>,
     /// While building: where each server glob is.
-    glob_at: FastMap<Glob, usize>,
+    glob_at: BuildMap<Glob, usize>,
     checks: Vec<Check>,
     /// How many candidates each list holds.
     counts: [usize; 3],
+    /// While building: the literal servers' tables in the order first
+    /// seen (moved into `servers`, sized once, by `freeze`), where each
+    /// is, and the last one a target was filed in (the next target
+    /// usually names the same server, and the compiler shares one text per
+    /// distinct server, so a pointer comparison finds it).
+    building: Vec<(Arc<str>, Table)>,
+    building_at: BuildMap<Arc<str>, usize>,
+    last: usize,
 }
 
 impl Default for Lookup {
@@ -509,9 +571,12 @@ impl Default for Lookup {
             server_prefixes: Affixes::new(End::Start),
             server_suffixes: Affixes::new(End::End),
             server_globs: Vec::new(),
-            glob_at: FastMap::default(),
+            glob_at: BuildMap::default(),
             checks: Vec::new(),
             counts: [0; 3],
+            building: Vec::new(),
+            building_at: BuildMap::default(),
+            last: 0,
         }
     }
 }
@@ -519,26 +584,58 @@ impl Default for Lookup {
 impl Lookup {
     /// Files target of rule `number` of `list` (0 deny, 1 ask, 2 allow).
     /// A loose target's segments are folded already; an exact one's are as
-    /// written and are folded here.
+    /// written and are folded here (the compiler, which keeps each distinct
+    /// segment folded once, calls [`Lookup::insert_exact`] instead).
+    #[cfg(test)]
     pub fn insert(&mut self, list: usize, number: u32, target: &IndexedTarget, loose: bool) {
-        if let Some(count) = self.counts.get_mut(list) {
-            *count += 1;
-        }
+        use std::borrow::Cow;
         if loose {
-            let cand = Cand::new(list, number, NO_CHECK);
-            if let Some(table) = self.table(&target.server) {
-                table.insert(&target.name, true, cand);
-            }
+            self.insert_loose(list, number, target);
             return;
         }
-        // An exact target is filed folded and checked as written.
         let server = target.server.folded();
         let name = match &target.name {
             NameMatcher::Glob(g) => Some(g.folded()),
             NameMatcher::Regex(_) => None,
         };
-        let fold_safe =
+        let unchanged =
             matches!(server, Cow::Borrowed(_)) && matches!(name, Some(Cow::Borrowed(_)));
+        let folded = FoldedTarget {
+            server: server.into_owned(),
+            name: name.map(Cow::into_owned),
+            unchanged,
+        };
+        self.insert_exact(list, number, target, &folded);
+    }
+
+    /// Makes room for this many exact targets (kept as written).
+    pub fn reserve_exact_targets(&mut self, n: usize) {
+        self.checks.reserve_exact(n);
+    }
+
+    /// Files a loose target (deny, ask, exclude): its segments are folded.
+    pub fn insert_loose(&mut self, list: usize, number: u32, target: &IndexedTarget) {
+        if let Some(count) = self.counts.get_mut(list) {
+            *count += 1;
+        }
+        let cand = Cand::new(list, number, NO_CHECK);
+        if let Some(table) = self.table(&target.server) {
+            table.insert(&target.name, true, cand);
+        }
+    }
+
+    /// Files an exact target (allow, include), written as `target`, under
+    /// its segments folded (`folded`); it is checked as written.
+    pub fn insert_exact(
+        &mut self,
+        list: usize,
+        number: u32,
+        target: &IndexedTarget,
+        folded: &FoldedTarget,
+    ) {
+        if let Some(count) = self.counts.get_mut(list) {
+            *count += 1;
+        }
         let exact = target.server.is_literal()
             && matches!(&target.name, NameMatcher::Glob(g) if g.is_literal());
         let check = u32::try_from(self.checks.len()).unwrap_or(NO_CHECK);
@@ -546,11 +643,11 @@ impl Lookup {
             server: target.server.clone(),
             name: target.name.clone(),
             exact,
-            fold_safe,
+            fold_safe: folded.unchanged && folded.name.is_some(),
         });
         let cand = Cand::new(list, number, check);
-        if let Some(table) = self.table(&server) {
-            match (&name, &target.name) {
+        if let Some(table) = self.table(&folded.server) {
+            match (&folded.name, &target.name) {
                 (Some(glob), _) => table.insert_glob(glob, cand),
                 (None, NameMatcher::Regex(re)) => table.regexes.push((re.clone(), false, cand)),
                 (None, NameMatcher::Glob(_)) => {}
@@ -558,15 +655,24 @@ impl Lookup {
         }
     }
 
-    /// The table of a (folded) server segment, made if new. A key is copied
-    /// only when it is new.
+    /// The table of a (folded) server segment, made if new. Keys are
+    /// shared with the globs (a count, not a copy).
     fn table(&mut self, server: &Glob) -> Option<&mut Table> {
         Some(match server {
             Glob::Literal(s) => {
-                if !self.servers.contains_key(&**s) {
-                    self.servers.insert(s.clone(), Table::default());
-                }
-                self.servers.get_mut(&**s)?
+                let at = match self.building.get(self.last) {
+                    Some((key, _)) if Arc::ptr_eq(key, s) => self.last,
+                    _ => {
+                        let next = self.building.len();
+                        let at = *self.building_at.entry(Arc::clone(s)).or_insert(next);
+                        if at == next {
+                            self.building.push((Arc::clone(s), Table::default()));
+                        }
+                        at
+                    }
+                };
+                self.last = at;
+                &mut self.building.get_mut(at)?.1
             }
             Glob::Any => &mut self.any,
             Glob::Prefix(p) => self.server_prefixes.entry(p),
@@ -589,10 +695,13 @@ impl Lookup {
     /// Makes the index ready to search: sorts the affixes and merges each
     /// literal name's candidates.
     pub fn freeze(&mut self) {
-        self.glob_at = FastMap::default();
-        self.servers.shrink_to_fit();
-        for table in self.servers.values_mut() {
+        self.glob_at = BuildMap::default();
+        self.building_at = BuildMap::default();
+        let building = std::mem::take(&mut self.building);
+        self.servers.reserve(building.len());
+        for (server, mut table) in building {
             table.freeze();
+            self.servers.insert(server, table);
         }
         self.any.freeze();
         self.server_prefixes.freeze();
@@ -660,6 +769,7 @@ impl Lookup {
     #[cfg(test)]
     fn tables(&self) -> usize {
         self.servers.len()
+            + self.building.len()
             + 1
             + self.server_prefixes.entries.len()
             + self.server_suffixes.entries.len()
@@ -787,12 +897,25 @@ mod tests {
         }
     }
 
+    /// Texts that differ only past their first bytes still spread over
+    /// the low bits a hash table picks buckets by.
+    #[test]
+    fn the_build_hasher_spreads_similar_texts() {
+        use std::collections::HashSet;
+        use std::hash::BuildHasher;
+        let build = BuildHasherDefault::<MixedHasher>::default();
+        let buckets: HashSet<u64> = (0..1024)
+            .map(|i| build.hash_one(format!("*_{i}t").as_str()) & 1023)
+            .collect();
+        assert!(buckets.len() > 500, "{} of 1024 buckets", buckets.len());
+    }
+
     #[test]
     fn affixes_find_every_key_a_text_starts_with() {
         let mut set: Affixes<u32> = Affixes::new(End::Start);
         let keys = ["", "a", "ab", "abc", "abd", "b", "abcde", "ac", "abcd"];
         for (i, k) in keys.iter().enumerate() {
-            *set.entry(k) = i as u32;
+            *set.entry(&Arc::from(*k)) = i as u32;
         }
         set.freeze();
         for text in ["", "a", "abcdef", "abdx", "ac", "b", "ba", "c", "abc"] {
@@ -806,7 +929,7 @@ mod tests {
         }
         let mut set: Affixes<u32> = Affixes::new(End::End);
         for (i, k) in keys.iter().enumerate() {
-            *set.entry(k) = i as u32;
+            *set.entry(&Arc::from(*k)) = i as u32;
         }
         set.freeze();
         for text in ["", "xab", "cba", "dcba", "bcd", "xabcd", "b"] {

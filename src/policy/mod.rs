@@ -16,7 +16,10 @@ pub use compiled_regex::{CompiledRegex, RegexError};
 pub use condition::{
     AnnotationKey, Cond, Operand, PathRoot, Pred, Quantifier, RootError, Step, Test,
 };
-pub use lookup::{hits_of, Cand, Cands, FastSet, Hits, IndexedTarget, Lookup, NameMatcher, Query};
+pub use lookup::{
+    hits_of, BuildMap, Cand, Cands, FastSet, FoldedTarget, Hits, IndexedTarget, Lookup,
+    NameMatcher, Query,
+};
 pub use settings::{DefaultDecision, Scope, Settings, Trusted};
 
 use crate::diagnostics::SourceFile;
@@ -26,8 +29,7 @@ use crate::syntax::{Effect, Span, TargetKind};
 /// `explain` and the checker; decisions go through the list's index).
 #[derive(Debug, Clone)]
 pub struct Target {
-    /// The target as written in the file (`"github/get_*"`, `*`, ...).
-    pub text: String,
+    /// Where the target is written (its text: [`Target::text`]).
     pub span: Span,
     /// Both segments literal: the only kind of allow target that allows a
     /// new tool.
@@ -37,6 +39,20 @@ pub struct Target {
 }
 
 impl Target {
+    pub fn new(span: Span, exact: bool, matcher: IndexedTarget) -> Self {
+        Target {
+            span,
+            exact,
+            matcher,
+        }
+    }
+
+    /// The target as written (`"github/get_*"`, `*`, ...), read from the
+    /// file it was compiled from: a policy keeps no copy of it.
+    pub fn text<'s>(&self, source: &'s SourceFile) -> &'s str {
+        source.text_of(self.span)
+    }
+
     /// Whether this target matches; `server` and `name` must be folded for
     /// a loose list, `raw_name` is the name as sent.
     pub fn matches(&self, server: &str, name: &str, raw_name: &str) -> bool {
@@ -83,10 +99,10 @@ pub struct Visibility {
     pub span: Span,
 }
 
-/// One pattern of the `tools {}` block as written.
+/// One pattern of the `tools {}` block: where it is written (its text:
+/// [`SourceFile::text_of`] of the policy's source).
 #[derive(Debug, Clone)]
 pub(crate) struct VisPattern {
-    pub text: String,
     pub span: Span,
 }
 

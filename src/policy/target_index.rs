@@ -40,16 +40,16 @@ impl NameIndex {
         match name {
             NameMatcher::Regex(re) => self.regexes.push((re.clone(), rule)),
             NameMatcher::Glob(Glob::Literal(l)) => {
-                self.literal.entry(l.clone()).or_default().push(rule)
+                self.literal.entry(Box::from(&**l)).or_default().push(rule)
             }
             NameMatcher::Glob(Glob::Any) => self.all.push(rule),
             NameMatcher::Glob(Glob::Prefix(p)) => {
                 add_len(&mut self.prefix_lens, p.len());
-                self.prefixes.entry(p.clone()).or_default().push(rule);
+                self.prefixes.entry(Box::from(&**p)).or_default().push(rule);
             }
             NameMatcher::Glob(Glob::Suffix(s)) => {
                 add_len(&mut self.suffix_lens, s.len());
-                self.suffixes.entry(s.clone()).or_default().push(rule);
+                self.suffixes.entry(Box::from(&**s)).or_default().push(rule);
             }
             NameMatcher::Glob(g @ Glob::Pattern(_)) => self.globs.push((g.clone(), rule)),
         }
@@ -146,7 +146,7 @@ impl TargetIndex {
         match &target.server {
             Glob::Literal(server) => self
                 .by_server
-                .entry(server.clone())
+                .entry(Box::from(&**server))
                 .or_default()
                 .insert(&target.name, rule),
             Glob::Any => self.any_server.insert(&target.name, rule),

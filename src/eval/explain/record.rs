@@ -143,14 +143,17 @@ impl Sink for Recorder<'_, '_> {
             (Shown::Included, Some(p)) => (
                 p.span,
                 Outcome::Passed,
-                format!("{tool} is shown: included by {} (exact)", p.text),
+                format!(
+                    "{tool} is shown: included by {} (exact)",
+                    self.policy.source.text_of(p.span)
+                ),
             ),
             (Shown::Excluded, Some(p)) => (
                 p.span,
                 Outcome::Decided,
                 format!(
                     "{tool} is hidden: excluded by {} (matched loosely); it is denied before any rule",
-                    p.text
+                    self.policy.source.text_of(p.span)
                 ),
             ),
             (Shown::NotIncluded, _) => (
@@ -180,7 +183,7 @@ impl Sink for Recorder<'_, '_> {
         let targets = rule
             .targets
             .iter()
-            .map(|t| t.text.as_str())
+            .map(|t| t.text(&self.policy.source))
             .collect::<Vec<_>>()
             .join(", ");
         let (outcome, detail) = match seen {
