@@ -18,7 +18,7 @@ seed_text() { # TARGET TEXT
   printf '%s' "$2" >"$corpus/$1/$name"
 }
 
-for t in parse_compile decide decide_explain paths canonical_json fmt fmt_parse jsonrpc claude_hook; do
+for t in parse_compile decide decide_explain paths canonical_json fmt fmt_parse jsonrpc claude_hook proxy; do
   mkdir -p "$corpus/$t"
 done
 
@@ -57,6 +57,97 @@ call='{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"hi"}]}
 printf '%s\n\0\0%s\n\0%s\n\0%s\n' "$init" "$list" "$list2" "$call" >"$corpus/jsonrpc/happy"
 printf '%s\n\0\0{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"no"}}\n\0garbage\n{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}\n{"jsonrpc":"2.0","id":7,"method":"ping"}\n' "$init" >"$corpus/jsonrpc/odd"
 printf '%s\n\0\0{"jsonrpc":"2.0","id":2,"result":{"tools":[]}}\n{"jsonrpc":"2.0","id":2,"result":{"tools":[]}}\n\0\0' "$init" >"$corpus/jsonrpc/duplicate"
+
+# Proxy sessions, as text scripts (fuzz_targets/proxy.rs, `text_script`):
+# `H`/`S` a line from the host/server, `h`/`s` NTH VARIANT an answer to the
+# proxy's nth unanswered request on that side, `w`/`W` waits, `x` the
+# server exits.
+pinit='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{},"roots":{"listChanged":true}},"clientInfo":{"name":"h","version":"1"}}}'
+pinit_plain='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"h","version":"1"}}}'
+pinited='{"jsonrpc":"2.0","method":"notifications/initialized"}'
+plist='{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}'
+pcall() { # ID NAME ARGS
+  printf '{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"%s","arguments":%s}}' "$1" "$2" "$3"
+}
+seed_text proxy "#!proxy
+H $pinit
+s 0 0
+H $pinited
+H $plist
+s 0 7 more
+s 0 6
+H $(pcall 3 read '{"path":"/srv/work/a"}')
+s 0 0
+H $(pcall 4 write '{"path":"/srv/work/a","content":"x"}')
+h 0 0
+s 0 1
+H $(pcall 5 delete_all '{}')
+H $(pcall 6 echo '{"n":5}')
+s 0 2
+H $(pcall 7 echo '{"n":50}')
+H {\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"resources/read\",\"params\":{\"uri\":\"file:///srv/work/a\"}}
+s 0 0
+H {\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"prompts/get\",\"params\":{\"name\":\"hello\"}}
+s 0 0
+S {\"jsonrpc\":\"2.0\",\"id\":\"r1\",\"method\":\"roots/list\"}
+h 0 0
+S {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}
+s 0 15
+H $(pcall 10 read '{"path":"/srv/work/b"}')
+h 0 1
+s 0 0"
+seed_text proxy "#!proxy ask
+H $pinit_plain
+s 0 0
+H $plist
+s 0 7
+H $(pcall 3 write '{"path":"/srv/work/a"}')
+H $(pcall 4 unlisted '{}')
+H $(pcall 5 secret_tool '{}')
+H $(pcall 6 read '{"path":"/srv/work/secret.txt"}')
+H $(pcall 7 read '{"path":"/srv/work/a"}')
+H {\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":7}}
+s 0 0
+W"
+seed_text proxy "#!proxy small
+H $pinit
+s 0 0
+H $plist
+s 0 7
+H $(pcall 3 read '{"path":"/srv/work/a"}')
+H $(pcall 3 read '{"path":"/srv/work/a"}')
+H $(pcall 3 write '{"path":"/srv/work/a"}')
+H {\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\"}
+S {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"content\":[]}}
+S {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"content\":[]}}
+S {\"jsonrpc\":\"2.0\",\"id\":99,\"error\":{\"code\":-32603,\"message\":\"x\"}}
+S garbage
+H garbage
+H [1,2]
+H {\"jsonrpc\":\"2.0\",\"method\":\"tools/call\",\"params\":{\"name\":\"delete_all\"}}
+x
+H $(pcall 5 read '{"path":"/srv/work/a"}')"
+seed_text proxy "#!proxy
+H $pinit
+s 0 0
+H $plist
+s 0 7
+S {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"elicitation/create\",\"params\":{\"message\":\"m\",\"requestedSchema\":{\"type\":\"object\"}}}
+S {\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"sampling/createMessage\",\"params\":{\"messages\":[],\"maxTokens\":1}}
+S {\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":2}}
+h 0 0
+H $(pcall 3 write '{"path":"/srv/work/a"}')
+w
+W
+S {\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{\"content\":[]}}
+S $(head -c 5000 /dev/zero | tr '\0' x)"
+# A key twice: the proxy reads the last, a server (or host) may read the first.
+seed_text proxy "#!proxy
+H $pinit
+s 0 0
+H {\"jsonrpc\":\"2.0\",\"method\":\"tools/call\",\"params\":{\"name\":\"delete_all\",\"arguments\":{}},\"method\":\"notifications/progress\"}
+S {\"jsonrpc\":\"2.0\",\"method\":\"elicitation/create\",\"params\":{},\"method\":\"notifications/message\"}
+H {\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"delete_all\",\"name\":\"read\",\"arguments\":{\"path\":\"/srv/work/secret\",\"path\":\"/srv/work/a\"}}}"
 
 # Claude Code hook events (recorded payloads); taint files after a NUL.
 while IFS= read -r -d '' f; do

@@ -1,10 +1,11 @@
 //! The narrow internals the fuzz targets (`fuzz/`) check and the public
 //! API does not reach: lexical path canonicalization, the RFC 8785 digest
 //! of any JSON value, what a compiled policy means with its spans left
-//! out, and the Claude Code hook's entry point; and the compile step on
-//! its own ([`parse`], [`compile`]), which the load bench times apart from
-//! parsing. Compiled only with the `fuzzing` feature (never a default); not
-//! API, and hidden from the docs.
+//! out, the Claude Code hook's entry point, one proxy session over
+//! in-memory streams; and the compile step on its own ([`parse`],
+//! [`compile`]), which the load bench times apart from parsing. Compiled
+//! only with the `fuzzing` feature (never a default); not API, and hidden
+//! from the docs.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -29,6 +30,92 @@ pub mod mcp {
 pub mod claude {
     pub use crate::claude::taint::{parse as parse_taint, HEADER as TAINT_HEADER};
     pub use crate::claude::{run_hook, HookConfig, HookOutput};
+}
+
+/// One `mcppol proxy` session over byte streams the caller holds (no child
+/// process): what `mcppol proxy` runs between its stdin and stdout and the
+/// server's pipes, with no audit file, no hooks, no approver command (an
+/// `ask` goes to the host by elicitation when the host declared it) and the
+/// first listing approved.
+#[cfg(all(feature = "cli", feature = "pipeline"))]
+pub mod proxy {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use tokio::io::{AsyncRead, AsyncWrite};
+
+    use crate::pipeline::Baseline;
+    use crate::proxy::{serve as serve_session, EndedBy, Session};
+    use crate::store::Store;
+
+    /// A session's settings.
+    pub struct Options {
+        /// The server's id, as the policy's rules name it.
+        pub server_id: String,
+        /// The policy of the store that governs.
+        pub policy_name: String,
+        /// The longest JSON-RPC line read from either side.
+        pub max_line_bytes: usize,
+        /// The most requests in flight each way.
+        pub max_pending: usize,
+        /// How long the server has to answer a governed request.
+        pub call_timeout: Duration,
+    }
+
+    /// Which side ended the session first.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Ended {
+        /// The host closed its input.
+        Host,
+        /// The server's output ended or broke the line bound.
+        Server,
+    }
+
+    /// Runs one session until `host_in` or `server_out` ends, and returns
+    /// once every answer due has been written to `host_out` and it is
+    /// closed. `server_in` is what the proxy writes the server;
+    /// `server_out` what the server writes the proxy.
+    pub async fn serve<HR, HW, SW, SR>(
+        store: Arc<Store>,
+        options: Options,
+        host_in: HR,
+        host_out: HW,
+        server_in: SW,
+        server_out: SR,
+    ) -> Ended
+    where
+        HR: AsyncRead + Unpin + Send + 'static,
+        HW: AsyncWrite + Unpin + Send + 'static,
+        SW: AsyncWrite + Unpin + Send + 'static,
+        SR: AsyncRead + Unpin + Send + 'static,
+    {
+        let session = Session {
+            server_id: options.server_id,
+            store,
+            policy_name: options.policy_name,
+            baseline: Baseline::FirstListing,
+            audit: None,
+            approver: None,
+            hooks: Vec::new(),
+            max_line_bytes: options.max_line_bytes,
+            max_pending: options.max_pending,
+            call_timeout: options.call_timeout,
+        };
+        serve_session(
+            session,
+            host_in,
+            host_out,
+            server_in,
+            server_out,
+            |by| async move {
+                match by {
+                    EndedBy::Host => Ended::Host,
+                    EndedBy::Server => Ended::Server,
+                }
+            },
+        )
+        .await
+    }
 }
 
 /// A policy file parsed and not compiled yet (opaque: the syntax tree

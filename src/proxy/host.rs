@@ -3,6 +3,7 @@
 //! cancellation rewritten to the id the server knows), answers to the
 //! proxy's own requests delivered.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
@@ -84,7 +85,11 @@ async fn on_line(shared: &Arc<Shared>, line: &[u8]) {
         Message::Notification(n) if !n.method.starts_with("notifications/") => {
             tracing::warn!(target: "mcppol::proxy", method = %n.method, "the host sent a request without an id: dropped, it is not governed");
         }
-        Message::Notification(_) => shared.server.send_line(line.to_vec()).await,
+        // Written again from what was read, never the line as it came: a
+        // line with a key twice (`"method"` of `tools/call` and of a
+        // notification) reads as the notification here and could read as
+        // the call to a server whose JSON parser keeps the first.
+        Message::Notification(n) => shared.server.send(&Message::Notification(n)).await,
         Message::Request(r) => start(shared, r).await,
     }
 }
@@ -116,39 +121,87 @@ async fn cancel(shared: &Shared, n: Notification) {
     }
 }
 
+/// Numbers the host's requests in flight (`Inflight::seq`).
+static SEQ: AtomicU64 = AtomicU64::new(0);
+
 async fn start(shared: &Arc<Shared>, request: Request) {
     let slot = Arc::new(Mutex::new(None));
-    let full = Shared::lock(&shared.inflight).len() >= shared.max_pending;
-    if full {
-        let e = RpcError::new(
-            codes::INTERNAL_ERROR,
-            format!(
-                "mcppol: more than {} requests in flight",
-                shared.max_pending
-            ),
-        );
+    let refusal = {
+        let inflight = Shared::lock(&shared.inflight);
+        if inflight.contains_key(&request.id) {
+            // Its answer could not be told from the other's, and a
+            // cancellation could not say which: refused, and the one in
+            // flight goes on.
+            Some(RpcError::new(
+                codes::INVALID_REQUEST,
+                format!(
+                    "mcppol: the id {} is already used by a request in flight",
+                    request.id
+                ),
+            ))
+        } else if inflight.len() >= shared.max_pending {
+            Some(RpcError::new(
+                codes::INTERNAL_ERROR,
+                format!(
+                    "mcppol: more than {} requests in flight",
+                    shared.max_pending
+                ),
+            ))
+        } else {
+            None
+        }
+    };
+    if let Some(e) = refusal {
         shared.host.respond(request.id, Err(e)).await;
         return;
     }
     let id = request.id.clone();
     let task_shared = shared.clone();
     let task_slot = slot.clone();
+    let seq = SEQ.fetch_add(1, Ordering::Relaxed);
     // The entry is made before the task can end: it takes the same lock
     // to remove it.
     let mut inflight = Shared::lock(&shared.inflight);
     let task = tokio::spawn(SLOT.scope(task_slot, async move {
         let id = request.id.clone();
         let outcome = serve(&task_shared, request).await;
-        Shared::lock(&task_shared.inflight).remove(&id);
-        task_shared.host.respond(id, outcome).await;
+        // Answered only while the entry is this request's: a cancellation
+        // (no answer) or the session's end (answered there) took it
+        // otherwise.
+        let mine = {
+            let mut inflight = Shared::lock(&task_shared.inflight);
+            match inflight.get(&id) {
+                Some(entry) if entry.seq == seq => inflight.remove(&id).is_some(),
+                _ => false,
+            }
+        };
+        if mine {
+            task_shared.host.respond(id, outcome).await;
+        }
     }));
     inflight.insert(
         id,
         Inflight {
             abort: task.abort_handle(),
             upstream: slot,
+            seq,
         },
     );
+}
+
+/// The session is over: every host request still in flight is stopped
+/// and answered with an error, so each has its answer before the host's
+/// output is closed.
+pub(crate) async fn give_up(shared: &Shared) {
+    let left: Vec<(Id, Inflight)> = Shared::lock(&shared.inflight).drain().collect();
+    for (id, entry) in left {
+        entry.abort.abort();
+        let e = RpcError::new(
+            codes::INTERNAL_ERROR,
+            "mcppol: the session ended before this request was answered",
+        );
+        shared.host.respond(id, Err(e)).await;
+    }
 }
 
 fn pipeline(shared: &Shared) -> Result<Arc<Pipeline>, RpcError> {

@@ -85,6 +85,10 @@ pub(crate) enum EndedBy {
 pub(crate) struct Inflight {
     abort: tokio::task::AbortHandle,
     upstream: UpstreamSlot,
+    /// This request's own number: its task answers only while its entry
+    /// is still the one under its id (a cancellation or the session's end
+    /// took it otherwise).
+    seq: u64,
 }
 
 /// What every task of the proxy shares.
@@ -248,14 +252,19 @@ where
         }
     };
     server.close("the server exited");
+    // Nothing the proxy asked the host (an elicitation, the host's roots)
+    // is waited for any more: the session is over.
+    host.close("the session ended");
     // The requests that were waiting on the server answer the host (with
-    // an error) before its output is closed.
+    // an error) before its output is closed; the few still running then
+    // are given up and answered with an error.
     for _ in 0..200 {
         if Shared::lock(&shared.inflight).is_empty() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    host::give_up(&shared).await;
     host.finish(Duration::from_secs(2)).await;
     stopped
 }
@@ -295,3 +304,7 @@ pub(crate) fn build_pipeline(shared: &Shared) -> Option<Arc<Pipeline>> {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "session_tests.rs"]
+mod session_tests;

@@ -53,12 +53,12 @@ async fn on_line(shared: &Arc<Shared>, line: &[u8]) {
                 tracing::debug!(target: "mcppol::proxy", %id, "an answer from the server to no pending request");
             }
         }
-        Message::Notification(n) => on_notification(shared, n, line).await,
+        Message::Notification(n) => on_notification(shared, n).await,
         Message::Request(r) => start(shared, r),
     }
 }
 
-async fn on_notification(shared: &Arc<Shared>, n: Notification, line: &[u8]) {
+async fn on_notification(shared: &Arc<Shared>, n: Notification) {
     if n.method == "notifications/cancelled" {
         // The server cancelled a request it sent the host: pass it on under
         // the host side's id, and stop waiting for it.
@@ -88,8 +88,11 @@ async fn on_notification(shared: &Arc<Shared>, n: Notification, line: &[u8]) {
             relist(shared, p);
         }
     }
+    // Written again from what was read, never the line as it came (see
+    // host.rs: a key twice reads one way here and may read another there).
+    let out = Message::Notification(n.clone()).to_line();
     let _ = shared.upstream.notes.send(n);
-    shared.host.send_line(line.to_vec()).await;
+    shared.host.send_line(out).await;
 }
 
 /// Lists the tools again and compares (a changed definition is logged);
