@@ -18,8 +18,17 @@ use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
 #[global_allocator]
 static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 
+/// The counts are process-wide: tests that measure them take turns, or one
+/// would count what another (in its own thread) allocates meanwhile.
+static MEASURING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn measuring() -> std::sync::MutexGuard<'static, ()> {
+    MEASURING.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 #[test]
 fn a_decision_allocates_nothing_at_any_size() {
+    let _turn = measuring();
     for size in gen::SIZES {
         let work = gen::Workload::new(size).unwrap();
         let set = PolicySet::from_text("generated.mcppol", &work.text).unwrap();
@@ -61,6 +70,7 @@ fn a_decision_allocates_nothing_at_any_size() {
 /// stack), so the generated mix allocates nothing here either.
 #[test]
 fn bytes_to_decision_allocates_nothing_for_the_mix() {
+    let _turn = measuring();
     for size in gen::SIZES {
         let work = gen::Workload::new(size).unwrap();
         let set = PolicySet::from_text("generated.mcppol", &work.text).unwrap();
