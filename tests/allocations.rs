@@ -23,7 +23,9 @@ static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 static MEASURING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn measuring() -> std::sync::MutexGuard<'static, ()> {
-    MEASURING.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    MEASURING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[test]
