@@ -67,11 +67,7 @@ fn decide(c: &mut Criterion) {
             .requests
             .iter()
             .zip(&taints)
-            .map(|((_, r), taint)| {
-                let params = serde_json::json!({"name": r.tool, "arguments": r.args});
-                let bytes = serde_json::to_vec(&params).expect("params serialize");
-                (bytes, r, taint.as_slice())
-            })
+            .map(|((_, r), taint)| (gen::wire_params(r), r, taint.as_slice()))
             .collect();
         let mut group = c.benchmark_group("bytes");
         group.bench_with_input(BenchmarkId::new("mix", size), &wire, |b, wire| {
@@ -80,12 +76,7 @@ fn decide(c: &mut Criterion) {
                 i = (i + 1) % wire.len();
                 let (bytes, r, taint) = &wire[i];
                 let params = ToolCallParams::from_json(black_box(bytes)).expect("params");
-                let request = params
-                    .request(&r.server)
-                    .with_annotations(&r.annotations)
-                    .with_taint(taint)
-                    .with_principal(&r.principal)
-                    .with_assigns(&r.assigns);
+                let request = gen::wire_request(&params, r, taint);
                 black_box(policy.decide(black_box(&request)))
             })
         });

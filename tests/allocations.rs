@@ -81,20 +81,12 @@ fn bytes_to_decision_allocates_nothing_for_the_mix() {
         let wire: Vec<Vec<u8>> = work
             .requests
             .iter()
-            .map(|(_, r)| {
-                serde_json::to_vec(&serde_json::json!({"name": r.tool, "arguments": r.args}))
-                    .unwrap()
-            })
+            .map(|(_, r)| gen::wire_params(r))
             .collect();
         let run = || {
             for ((bytes, (_, r)), taint) in wire.iter().zip(&work.requests).zip(&taints) {
                 let params = mcppol::ToolCallParams::from_json(black_box(bytes)).unwrap();
-                let request = params
-                    .request(&r.server)
-                    .with_annotations(&r.annotations)
-                    .with_taint(taint)
-                    .with_principal(&r.principal)
-                    .with_assigns(&r.assigns);
+                let request = gen::wire_request(&params, r, taint);
                 black_box(policy.decide(black_box(&request)));
             }
         };
