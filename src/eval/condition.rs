@@ -7,7 +7,7 @@
 //! whole condition is `Failed` matches if it is a deny or ask rule and does
 //! not if it is an allow rule, so a failure never widens access.
 
-use std::cell::Cell;
+use std::cell::{Cell, OnceCell};
 use std::cmp::Ordering;
 use std::ops::ControlFlow;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -55,7 +55,21 @@ pub(crate) struct Facts<'r> {
     annotations: Cell<[Option<bool>; 4]>,
     /// Whether the server's own hints are believed, once known.
     trusted: Cell<Option<bool>>,
+    /// Arguments still in their JSON text (from the wire): how many
+    /// selectors have read a key from the text so far, and the whole
+    /// object built once they are more than [`RAW_KEY_READS`] (or once a
+    /// selector or a host predicate needs it all), so a decision reads a
+    /// large argument text a bounded number of times, however many rules
+    /// test it.
+    raw_key_reads: Cell<u8>,
+    built_args: OnceCell<Result<Value, ()>>,
 }
+
+/// How many selectors a decision answers by reading one key from the
+/// arguments' text before it builds the whole object instead: a few reads
+/// of one key are cheaper than building, many are not (each reads the
+/// whole text).
+const RAW_KEY_READS: u8 = 4;
 
 fn key_slot(key: AnnotationKey) -> usize {
     key as usize
@@ -68,7 +82,30 @@ impl<'r> Facts<'r> {
             policy,
             annotations: Cell::new([None; 4]),
             trusted: Cell::new(None),
+            raw_key_reads: Cell::new(0),
+            built_args: OnceCell::new(),
         }
+    }
+
+    /// The arguments text `raw` built into a `Value`, once per decision.
+    /// `Err` if it does not read (never, once the params reader checked it).
+    fn built_args(&self, raw: &RawValue) -> Result<&Value, ()> {
+        self.built_args
+            .get_or_init(|| raw_args::parse(raw))
+            .as_ref()
+            .map_err(|_| ())
+    }
+
+    /// Whether a selector starting with a key should read it from the
+    /// arguments' text (`true`) or walk the built object: the text until
+    /// [`RAW_KEY_READS`] reads, the built object after, or once built.
+    fn read_key_from_text(&self) -> bool {
+        if self.built_args.get().is_some() {
+            return false;
+        }
+        let reads = self.raw_key_reads.get();
+        self.raw_key_reads.set(reads.saturating_add(1));
+        reads < RAW_KEY_READS
     }
 
     /// Whether the policy or the host trusts the request's server.
@@ -397,40 +434,24 @@ fn walk<'v>(
     }
 }
 
-/// [`walk`] over arguments still in their JSON text: a selector that starts
-/// with a key reads that key's value alone (a string without escapes
-/// borrowed from the text); anything else, or an observer that shows each
-/// value reached, reads the whole object. Text that does not read (never,
-/// once the params reader has checked it) is a failure.
-fn walk_raw<'v>(
-    raw: &'v RawValue,
-    steps: &[Step],
+/// [`walk`] for a selector that starts with `key`, over arguments still in
+/// their JSON text: reads that key's value alone (a string without escapes
+/// borrowed from the text). Text that does not read (never, once the params
+/// reader has checked it) is a failure.
+fn walk_raw_key(
+    raw: &RawValue,
+    key: &str,
+    rest: &[Step],
     flatten: bool,
-    whole: bool,
     visit: &mut dyn FnMut(Slot<'_>) -> ControlFlow<()>,
 ) -> ControlFlow<()> {
-    let parsed;
-    match steps.split_first() {
-        Some((Step::Key(key), rest)) if !whole => match raw_args::get(raw, key) {
-            Ok(None) => visit(Slot::Missing),
-            Ok(Some(raw_args::Found::Str(s))) if rest.is_empty() => {
-                visit(Slot::Found(Leaf::Str(&s)))
-            }
-            // A step into a string finds nothing.
-            Ok(Some(raw_args::Found::Str(_))) => visit(Slot::Missing),
-            Ok(Some(raw_args::Found::Json(value))) => {
-                parsed = value;
-                walk(&parsed, rest, flatten, 0, &mut |slot| visit(slot))
-            }
-            Err(()) => visit(Slot::TooDeep),
-        },
-        _ => match raw_args::parse(raw) {
-            Ok(value) => {
-                parsed = value;
-                walk(&parsed, steps, flatten, 0, &mut |slot| visit(slot))
-            }
-            Err(()) => visit(Slot::TooDeep),
-        },
+    match raw_args::get(raw, key) {
+        Ok(None) => visit(Slot::Missing),
+        Ok(Some(raw_args::Found::Str(s))) if rest.is_empty() => visit(Slot::Found(Leaf::Str(&s))),
+        // A step into a string finds nothing.
+        Ok(Some(raw_args::Found::Str(_))) => visit(Slot::Missing),
+        Ok(Some(raw_args::Found::Json(value))) => walk(&value, rest, flatten, 0, visit),
+        Err(()) => visit(Slot::TooDeep),
     }
 }
 
@@ -481,7 +502,17 @@ fn quantify<S: Sink>(
     let _ = match operand {
         Operand::Args(steps) => match (request.args, request.raw_args) {
             (Some(args), _) => walk(args, steps, flatten, 0, &mut visit),
-            (None, Some(raw)) => walk_raw(raw, steps, flatten, S::ON, &mut visit),
+            (None, Some(raw)) => match steps.split_first() {
+                // An observer is shown every value reached: it walks the
+                // built object, as do selectors not starting with a key.
+                Some((Step::Key(key), rest)) if !S::ON && facts.read_key_from_text() => {
+                    walk_raw_key(raw, key, rest, flatten, &mut visit)
+                }
+                _ => match facts.built_args(raw) {
+                    Ok(args) => walk(args, steps, flatten, 0, &mut visit),
+                    Err(()) => visit(Slot::TooDeep),
+                },
+            },
             (None, None) => visit(Slot::Missing),
         },
         Operand::Assigns(steps) => match request.assigns {
@@ -544,14 +575,12 @@ pub(crate) fn eval_pred<S: Sink>(pred: &Pred, facts: &Facts<'_>, sink: &mut S) -
             };
             // A host predicate sees the arguments built, as a host that
             // built the request itself would have given them.
-            let parsed;
             let mut request = *facts.request;
             if let (None, Some(raw)) = (request.args, request.raw_args) {
-                let Ok(value) = raw_args::parse(raw) else {
+                let Ok(args) = facts.built_args(raw) else {
                     return Tri::Failed;
                 };
-                parsed = value;
-                request = request.with_args(&parsed);
+                request = request.with_args(args);
             }
             let outcome = catch_unwind(AssertUnwindSafe(|| p.call(&request)));
             if S::ON {
@@ -614,5 +643,30 @@ pub(crate) fn eval_pred<S: Sink>(pred: &Pred, facts: &Facts<'_>, sink: &mut S) -
                 (!leaf.as_str().is_some_and(|s| paths::inside(s, &root))).into()
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{PolicySet, ToolCallParams};
+
+    /// However many rules read the arguments' text, a decision reads it key
+    /// by key at most [`RAW_KEY_READS`] times, then builds it once.
+    #[test]
+    fn arguments_text_is_read_a_bounded_number_of_times() {
+        let set = PolicySet::from_text("t.mcppol", "policy t {\n  default deny\n}\n").unwrap();
+        let policy = set.get("t").unwrap();
+        let params = ToolCallParams::from_json(br#"{"name":"x","arguments":{"a":1}}"#).unwrap();
+        let request = params.request("s");
+        let facts = Facts::new(policy, &request);
+        for _ in 0..RAW_KEY_READS {
+            assert!(facts.read_key_from_text());
+        }
+        assert!(!facts.read_key_from_text());
+        let raw = request.raw_args.unwrap();
+        assert_eq!(facts.built_args(raw), Ok(&serde_json::json!({"a": 1})));
+        assert!(facts.built_args.get().is_some());
+        assert!(!facts.read_key_from_text());
     }
 }
