@@ -11,7 +11,7 @@ use tokio::io::{AsyncRead, BufReader};
 
 use super::answer::{self, call_answer, read_answer};
 use super::peer::PeerError;
-use super::upstream::{note_upstream, SLOT};
+use super::upstream::{request_within, SLOT};
 use super::{build_pipeline, Inflight, Shared};
 use crate::mcp::framing::{FrameError, LineReader};
 use crate::mcp::jsonrpc::{codes, Id, Message, Notification, Request, Response};
@@ -306,36 +306,11 @@ async fn serve(shared: &Arc<Shared>, request: Request) -> Result<Value, RpcError
 /// of `--max-pending` for ever.
 async fn relay(shared: &Shared, method: &str, params: Option<Value>) -> Result<Value, RpcError> {
     let timeout = shared.upstream.timeout();
-    let sent = std::sync::atomic::AtomicI64::new(0);
-    let answer = async {
-        let (id, rx) = shared
-            .server
-            .start_request(method, params)
-            .await
-            .map_err(closed)?;
-        sent.store(id, std::sync::atomic::Ordering::Relaxed);
-        note_upstream(id);
-        let _forget = shared.server.forget_on_drop(id);
-        match rx.await {
-            Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => Err(closed(e)),
-            Err(_) => Err(closed(PeerError::Closed("the server is gone".into()))),
-        }
-    };
-    match tokio::time::timeout(timeout, answer).await {
-        Ok(answer) => answer,
-        Err(_) => {
-            let id = sent.load(std::sync::atomic::Ordering::Relaxed);
-            if id != 0 {
-                shared.server.notify_now(
-                    "notifications/cancelled",
-                    Some(json!({"requestId": id, "reason": "timeout"})),
-                );
-            }
-            Err(answer::other_error(CallError::from(McpError::Timeout(
-                timeout,
-            ))))
-        }
+    match request_within(&shared.server, method, params, timeout).await {
+        Some(outcome) => outcome.map_err(closed),
+        None => Err(answer::other_error(CallError::from(McpError::Timeout(
+            timeout,
+        )))),
     }
 }
 

@@ -76,6 +76,43 @@ impl Upstream {
     }
 }
 
+/// Sends the server a request in the current host request's name (its id
+/// noted for the host's cancellation) and waits at most `timeout` for the
+/// answer. Past it the server is told, if the request reached its queue
+/// and the queue has room (never waited for: a server that reads nothing
+/// would hold the answer up), and `None` is returned.
+pub(crate) async fn request_within(
+    peer: &Peer,
+    method: &str,
+    params: Option<Value>,
+    timeout: Duration,
+) -> Option<Result<Value, PeerError>> {
+    let sent = AtomicI64::new(0);
+    let answer = async {
+        let (id, rx) = peer.start_request(method, params).await?;
+        sent.store(id, Ordering::Relaxed);
+        note_upstream(id);
+        let _forget = peer.forget_on_drop(id);
+        rx.await
+            .unwrap_or_else(|_| Err(PeerError::Closed("the server is gone".into())))
+    };
+    match tokio::time::timeout(timeout, answer).await {
+        Ok(outcome) => Some(outcome),
+        Err(_) => {
+            let id = sent.load(Ordering::Relaxed);
+            if id != 0
+                && !peer.notify_now(
+                    "notifications/cancelled",
+                    Some(json!({"requestId": id, "reason": "timeout"})),
+                )
+            {
+                tracing::debug!(target: "mcppol::proxy", id, "the server's input is full: the cancellation was not sent");
+            }
+            None
+        }
+    }
+}
+
 fn to_mcp(e: PeerError) -> McpError {
     match e {
         PeerError::Rpc(rpc) => McpError::Rpc(rpc),
@@ -90,38 +127,9 @@ impl Transport for Upstream {
         params: Option<Value>,
     ) -> BoxFuture<'a, Result<Value, McpError>> {
         Box::pin(async move {
-            let sent = AtomicI64::new(0);
-            let answer = async {
-                let (id, rx) = self
-                    .peer
-                    .start_request(method, params)
-                    .await
-                    .map_err(to_mcp)?;
-                sent.store(id, Ordering::Relaxed);
-                note_upstream(id);
-                let _forget = self.peer.forget_on_drop(id);
-                match rx.await {
-                    Ok(outcome) => outcome.map_err(to_mcp),
-                    Err(_) => Err(McpError::Transport("the server is gone".into())),
-                }
-            };
-            match tokio::time::timeout(self.timeout, answer).await {
-                Ok(outcome) => outcome,
-                Err(_) => {
-                    // The server is told, if the request reached its queue
-                    // and the queue has room: never waited for, as a
-                    // server that reads nothing would hold the answer up.
-                    let id = sent.load(Ordering::Relaxed);
-                    if id != 0
-                        && !self.peer.notify_now(
-                            "notifications/cancelled",
-                            Some(json!({"requestId": id, "reason": "timeout"})),
-                        )
-                    {
-                        tracing::debug!(target: "mcppol::proxy", id, "the server's input is full: the cancellation was not sent");
-                    }
-                    Err(McpError::Timeout(self.timeout))
-                }
+            match request_within(&self.peer, method, params, self.timeout).await {
+                Some(outcome) => outcome.map_err(to_mcp),
+                None => Err(McpError::Timeout(self.timeout)),
             }
         })
     }
