@@ -108,6 +108,14 @@ impl<'r> Facts<'r> {
         reads < RAW_KEY_READS
     }
 
+    /// Facts whose server's trust is known already (the decision index
+    /// answers it while finding the candidates).
+    pub fn with_trust(policy: &'r Policy, request: &'r Request<'r>, trusted: bool) -> Self {
+        let facts = Facts::new(policy, request);
+        facts.trusted.set(Some(trusted));
+        facts
+    }
+
     /// Whether the policy or the host trusts the request's server.
     fn trusted(&self) -> bool {
         match self.trusted.get() {
