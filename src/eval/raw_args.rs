@@ -20,14 +20,36 @@ use serde_json::Value;
 /// taken by the params object).
 pub(crate) const MAX_DEPTH: usize = 126;
 
+/// The arguments object of a `tools/call` as JSON text, borrowed from the
+/// params' bytes and checked when they were read
+/// ([`crate::ToolCallParams::from_json`]): valid JSON, an object, values
+/// that build into a `Value` (numbers in range, escapes that decode),
+/// nested at most [`MAX_DEPTH`] levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RawArgs<'a>(&'a str);
+
+impl<'a> RawArgs<'a> {
+    /// Text already checked as above (by [`check`] or [`scan_value`]).
+    pub(crate) fn checked(text: &'a str) -> Self {
+        RawArgs(text)
+    }
+
+    /// The text.
+    pub(crate) fn get(self) -> &'a str {
+        self.0
+    }
+}
+
 /// Whether the arguments text would build into a `Value`: read through
 /// once as `serde_json` reads it to build one (numbers in range, escapes
-/// that decode, nesting within [`MAX_DEPTH`]), building nothing.
-pub(crate) fn check(args: &RawValue) -> Result<(), String> {
-    if depth(args.get()) > MAX_DEPTH {
+/// that decode, nesting within [`MAX_DEPTH`]), building nothing. The
+/// reference for [`scan_value`], and what the params reader falls back
+/// on when that one is not sure.
+pub(crate) fn check(args: &str) -> Result<(), String> {
+    if depth(args) > MAX_DEPTH {
         return Err(format!("`arguments` nests deeper than {MAX_DEPTH} levels"));
     }
-    let mut de = serde_json::Deserializer::from_str(args.get());
+    let mut de = serde_json::Deserializer::from_str(args);
     <Check as serde::Deserialize>::deserialize(&mut de).map_err(|e| e.to_string())?;
     de.end().map_err(|e| e.to_string())
 }
@@ -111,6 +133,183 @@ pub(crate) fn depth(json: &str) -> usize {
     deepest
 }
 
+// One pass that checks and locates: the params reader's fast path.
+//
+// [`scan_value`] reads a value the way `serde_json` builds one, in a single
+// pass over the bytes, building nothing and allocating nothing; it only
+// ever answers "this builds" (with where the value ends) or "not sure"
+// (`None`). "Not sure" covers every error and also what it does not try to
+// decide itself: an exponent, more than [`MAX_INT_DIGITS`] digits before
+// the point, a `\u` escape of a surrogate, nesting deeper than
+// [`MAX_DEPTH`]. On "not sure" the caller reads the bytes again with
+// `serde_json` and [`check`], which decide (and word the error). So what
+// is accepted is exactly what those accept, and the common case costs one
+// pass.
+
+/// More digits than this before the decimal point (and no exponent) could
+/// overflow an `f64` (about 1.8e308); fewer never do.
+const MAX_INT_DIGITS: usize = 300;
+
+/// JSON's whitespace, skipped from `i`.
+pub(crate) fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while let Some(b' ' | b'\n' | b'\t' | b'\r') = b.get(i) {
+        i += 1;
+    }
+    i
+}
+
+/// The string whose opening quote is just before `i`: the index of its
+/// closing quote, if every escape decodes to a character (no surrogate
+/// escapes: not sure) and it holds no control character. `escaped` is set
+/// if it holds an escape.
+pub(crate) fn scan_string(b: &[u8], mut i: usize, escaped: &mut bool) -> Option<usize> {
+    loop {
+        match *b.get(i)? {
+            b'"' => return Some(i),
+            b'\\' => {
+                *escaped = true;
+                match *b.get(i + 1)? {
+                    b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
+                    b'u' => {
+                        let hex = b.get(i + 2..i + 6)?;
+                        let mut n = 0u32;
+                        for &h in hex {
+                            n = n * 16 + char::from(h).to_digit(16)?;
+                        }
+                        if (0xD800..=0xDFFF).contains(&n) {
+                            return None;
+                        }
+                        i += 6;
+                    }
+                    _ => return None,
+                }
+            }
+            0x00..=0x1f => return None,
+            _ => i += 1,
+        }
+    }
+}
+
+/// The number starting at `i`: where it ends, if it is one `serde_json`
+/// reads into a finite number without an exponent.
+fn scan_number(b: &[u8], mut i: usize) -> Option<usize> {
+    if b.get(i) == Some(&b'-') {
+        i += 1;
+    }
+    let start = i;
+    match *b.get(i)? {
+        b'0' => i += 1,
+        b'1'..=b'9' => {
+            while let Some(b'0'..=b'9') = b.get(i) {
+                i += 1;
+            }
+        }
+        _ => return None,
+    }
+    if i - start > MAX_INT_DIGITS {
+        return None;
+    }
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        let digits = i;
+        while let Some(b'0'..=b'9') = b.get(i) {
+            i += 1;
+        }
+        if i == digits {
+            return None;
+        }
+    }
+    match b.get(i) {
+        Some(b'0'..=b'9' | b'e' | b'E') => None,
+        _ => Some(i),
+    }
+}
+
+/// The object key starting at `i` (its opening quote), its colon and the
+/// whitespace around it: the index of the value after it.
+fn scan_key(b: &[u8], i: usize) -> Option<usize> {
+    if b.get(i) != Some(&b'"') {
+        return None;
+    }
+    let close = scan_string(b, i + 1, &mut false)?;
+    let i = skip_ws(b, close + 1);
+    if b.get(i) != Some(&b':') {
+        return None;
+    }
+    Some(skip_ws(b, i + 1))
+}
+
+/// The JSON value starting at `i` (no whitespace before it): where it
+/// ends, if `serde_json` builds it into a `Value` and it nests at most
+/// [`MAX_DEPTH`] levels; `None` if not, or not sure (see above). No
+/// recursion: open arrays and objects are bits of a `u128`.
+pub(crate) fn scan_value(b: &[u8], mut i: usize) -> Option<usize> {
+    // Bit k set: the container open at depth k + 1 is an object.
+    let mut objects: u128 = 0;
+    let mut depth = 0usize;
+    loop {
+        // At a value.
+        let mut opened = None;
+        match *b.get(i)? {
+            b'"' => i = scan_string(b, i + 1, &mut false)? + 1,
+            b'-' | b'0'..=b'9' => i = scan_number(b, i)?,
+            b't' => i = literal(b, i, b"true")?,
+            b'f' => i = literal(b, i, b"false")?,
+            b'n' => i = literal(b, i, b"null")?,
+            c @ (b'{' | b'[') => {
+                if depth == MAX_DEPTH {
+                    return None;
+                }
+                objects = (objects << 1) | u128::from(c == b'{');
+                depth += 1;
+                i = skip_ws(b, i + 1);
+                opened = Some(c);
+            }
+            _ => return None,
+        }
+        // After a value, or just inside an opened container.
+        let mut first = opened.is_some();
+        loop {
+            if depth == 0 {
+                return Some(i);
+            }
+            if !first {
+                i = skip_ws(b, i);
+            }
+            let object = objects & 1 == 1;
+            match *b.get(i)? {
+                b'}' if object => {}
+                b']' if !object => {}
+                _ if first && object => {
+                    i = scan_key(b, i)?;
+                    break;
+                }
+                _ if first => break,
+                b',' if object => {
+                    i = scan_key(b, skip_ws(b, i + 1))?;
+                    break;
+                }
+                b',' => {
+                    i = skip_ws(b, i + 1);
+                    break;
+                }
+                _ => return None,
+            }
+            // A close.
+            i += 1;
+            objects >>= 1;
+            depth -= 1;
+            first = false;
+        }
+    }
+}
+
+/// The literal `word` at `i`: where it ends.
+fn literal(b: &[u8], i: usize, word: &[u8]) -> Option<usize> {
+    let end = i + word.len();
+    (b.get(i..end)? == word).then_some(end)
+}
+
 /// One value found under a key.
 #[derive(Debug)]
 pub(crate) enum Found<'b> {
@@ -124,33 +323,79 @@ pub(crate) enum Found<'b> {
 /// key is written twice); `Ok(None)` when it is absent or `args` is not an
 /// object. `Err` only if the text is not the valid JSON the params reader
 /// checked.
-pub(crate) fn get<'b>(args: &'b RawValue, key: &str) -> Result<Option<Found<'b>>, ()> {
+pub(crate) fn get<'b>(args: RawArgs<'b>, key: &str) -> Result<Option<Found<'b>>, ()> {
     let text = args.get();
     if !text.starts_with('{') {
         return Ok(None);
     }
-    let mut de = serde_json::Deserializer::from_str(text);
-    let raw = de.deserialize_map(Lookup { key }).map_err(|_| ())?;
-    let Some(raw) = raw else {
-        return Ok(None);
+    let found = match find(text.as_bytes(), key) {
+        Some(Some((start, end))) => text.get(start..end).ok_or(())?,
+        Some(None) => return Ok(None),
+        // An escaped key, or a value the one pass is not sure of: serde_json
+        // reads it.
+        None => {
+            let mut de = serde_json::Deserializer::from_str(text);
+            match de.deserialize_map(Lookup { key }).map_err(|_| ())? {
+                Some(raw) => raw.get(),
+                None => return Ok(None),
+            }
+        }
     };
-    let text = raw.get();
-    if text.starts_with('"') {
-        if let Ok(s) = serde_json::from_str::<&'b str>(text) {
+    if let Some(inner) = found.strip_prefix('"') {
+        let mut escaped = false;
+        if scan_string(inner.as_bytes(), 0, &mut escaped).is_some() && !escaped {
+            let s = inner.strip_suffix('"').ok_or(())?;
             return Ok(Some(Found::Str(Cow::Borrowed(s))));
         }
-        return serde_json::from_str::<String>(text)
+        return serde_json::from_str::<String>(found)
             .map(|s| Some(Found::Str(Cow::Owned(s))))
             .map_err(|_| ());
     }
-    serde_json::from_str::<Value>(text)
+    serde_json::from_str::<Value>(found)
         .map(|v| Some(Found::Json(v)))
         .map_err(|_| ())
 }
 
+/// Where the value of `key` is in the object text `b` (the last one if it
+/// is written twice), in one pass: `Some(None)` if absent, `None` if not
+/// sure (an escaped key, or see [`scan_value`]).
+fn find(b: &[u8], key: &str) -> Option<Option<(usize, usize)>> {
+    let mut found = None;
+    let mut i = skip_ws(b, b.first().filter(|&&c| c == b'{').map(|_| 1)?);
+    if b.get(i) == Some(&b'}') {
+        return Some(None);
+    }
+    loop {
+        if b.get(i) != Some(&b'"') {
+            return None;
+        }
+        let mut escaped = false;
+        let close = scan_string(b, i + 1, &mut escaped)?;
+        if escaped {
+            return None;
+        }
+        let same = b.get(i + 1..close)? == key.as_bytes();
+        i = skip_ws(b, close + 1);
+        if b.get(i) != Some(&b':') {
+            return None;
+        }
+        let start = skip_ws(b, i + 1);
+        let end = scan_value(b, start)?;
+        if same {
+            found = Some((start, end));
+        }
+        i = skip_ws(b, end);
+        match *b.get(i)? {
+            b',' => i = skip_ws(b, i + 1),
+            b'}' => return Some(found),
+            _ => return None,
+        }
+    }
+}
+
 /// The whole arguments object as a `Value` (for an observer, a host
 /// predicate, or a selector that does not start with a key).
-pub(crate) fn parse(args: &RawValue) -> Result<Value, ()> {
+pub(crate) fn parse(args: RawArgs<'_>) -> Result<Value, ()> {
     serde_json::from_str(args.get()).map_err(|_| ())
 }
 
@@ -210,8 +455,10 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn raw(text: &str) -> Box<RawValue> {
-        RawValue::from_string(text.to_string()).unwrap()
+    /// Arguments text, checked as the params reader checks it.
+    fn raw(text: &str) -> RawArgs<'_> {
+        check(text).unwrap();
+        RawArgs::checked(text)
     }
 
     fn as_value(found: Option<Found<'_>>) -> Option<Value> {
@@ -225,18 +472,18 @@ mod tests {
     fn finds_the_last_of_a_repeated_key_and_decodes_escapes() {
         let args = raw(r#"{"a":1,"p\u0061th":"/x","a":[2,{"b":"c"}],"s":"q\"r"}"#);
         assert_eq!(
-            as_value(get(&args, "a").unwrap()),
+            as_value(get(args, "a").unwrap()),
             Some(serde_json::json!([2, {"b": "c"}]))
         );
-        assert_eq!(as_value(get(&args, "path").unwrap()), Some("/x".into()));
+        assert_eq!(as_value(get(args, "path").unwrap()), Some("/x".into()));
         assert!(matches!(
-            get(&args, "path").unwrap(),
+            get(args, "path").unwrap(),
             Some(Found::Str(Cow::Borrowed("/x")))
         ));
-        assert_eq!(as_value(get(&args, "s").unwrap()), Some("q\"r".into()));
-        assert!(get(&args, "z").unwrap().is_none());
-        assert!(get(&raw("[1]"), "a").unwrap().is_none());
-        assert!(get(&raw("{}"), "a").unwrap().is_none());
+        assert_eq!(as_value(get(args, "s").unwrap()), Some("q\"r".into()));
+        assert!(get(args, "z").unwrap().is_none());
+        assert!(get(raw("[1]"), "a").unwrap().is_none());
+        assert!(get(raw("{}"), "a").unwrap().is_none());
     }
 
     #[test]
@@ -282,9 +529,9 @@ mod tests {
             let built: Value = serde_json::from_str(&text).unwrap();
             let args = raw(&text);
             for key in ["a", "b", "c", "aa", "ab", "bc", "cc", "d"] {
-                prop_assert_eq!(as_value(get(&args, key).unwrap()), built.get(key).cloned(), "{}", key);
+                prop_assert_eq!(as_value(get(args, key).unwrap()), built.get(key).cloned(), "{}", key);
             }
-            prop_assert_eq!(parse(&args).unwrap(), built);
+            prop_assert_eq!(parse(args).unwrap(), built);
         }
     }
 }

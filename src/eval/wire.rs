@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::raw_args;
+use super::raw_args::{self, RawArgs};
 use super::Request;
 
 /// The `params` of an MCP `tools/call` request, read from its JSON bytes:
@@ -39,7 +39,7 @@ use super::Request;
 #[derive(Debug, Clone)]
 pub struct ToolCallParams<'b> {
     name: Cow<'b, str>,
-    arguments: Option<&'b RawValue>,
+    arguments: Option<RawArgs<'b>>,
     /// The arguments built, once [`ToolCallParams::arguments`] is called.
     built: OnceLock<Option<Value>>,
 }
@@ -92,24 +92,12 @@ impl<'b> ToolCallParams<'b> {
         }
         // UTF-8 checked once here, not string by string while parsing.
         let text = std::str::from_utf8(bytes).map_err(|e| ParamsError::Invalid(e.to_string()))?;
-        let raw: Raw<'b> =
-            serde_json::from_str(text).map_err(|e| ParamsError::Invalid(e.to_string()))?;
-        let arguments = match raw.arguments {
-            // `null` reads as no arguments.
-            None => None,
-            Some(args) if args.get() == "null" => None,
-            Some(args) if args.get().starts_with('{') => Some(args),
-            Some(_) => {
-                return Err(ParamsError::Invalid(
-                    "`arguments` is not an object".to_string(),
-                ))
-            }
+        let (name, arguments) = match read_fast(text) {
+            Some(read) => read,
+            None => read_with_serde(text)?,
         };
-        if let Some(args) = arguments {
-            raw_args::check(args).map_err(ParamsError::Invalid)?;
-        }
         Ok(ToolCallParams {
-            name: raw.name,
+            name,
             arguments,
             built: OnceLock::new(),
         })
@@ -130,7 +118,7 @@ impl<'b> ToolCallParams<'b> {
 
     /// The arguments object as JSON text, as it came.
     pub fn arguments_json(&self) -> Option<&'b str> {
-        self.arguments.map(RawValue::get)
+        self.arguments.map(RawArgs::get)
     }
 
     /// A request to call this tool on `server`, with these arguments and
@@ -143,6 +131,107 @@ impl<'b> ToolCallParams<'b> {
             None => request,
         }
     }
+}
+
+/// Name and arguments as [`ToolCallParams::from_json`] reads them.
+type Read<'b> = (Cow<'b, str>, Option<RawArgs<'b>>);
+
+/// The params read in one pass over the text, building nothing: an object
+/// whose `name` is a string without escapes and whose `arguments` (at most
+/// once) are `null` or an object that [`raw_args::scan_value`] finds
+/// `serde_json` would build, other members skipped the same way. `None`
+/// when any of that does not hold or the pass is not sure: then
+/// [`read_with_serde`] reads the text and decides, so this path accepts
+/// nothing that one refuses and gives the same name and arguments.
+fn read_fast(text: &str) -> Option<Read<'_>> {
+    let b = text.as_bytes();
+    let mut i = raw_args::skip_ws(b, 0);
+    if b.get(i) != Some(&b'{') {
+        return None;
+    }
+    i = raw_args::skip_ws(b, i + 1);
+    let mut name = None;
+    let mut arguments = None;
+    loop {
+        // A key: serde's field names compare with it decoded, so an escape
+        // is left to serde_json.
+        if b.get(i) != Some(&b'"') {
+            return None;
+        }
+        let mut escaped = false;
+        let close = raw_args::scan_string(b, i + 1, &mut escaped)?;
+        if escaped {
+            return None;
+        }
+        let key = b.get(i + 1..close)?;
+        i = raw_args::skip_ws(b, close + 1);
+        if b.get(i) != Some(&b':') {
+            return None;
+        }
+        i = raw_args::skip_ws(b, i + 1);
+        match key {
+            b"name" if name.is_none() => {
+                if b.get(i) != Some(&b'"') {
+                    return None;
+                }
+                let mut escaped = false;
+                let close = raw_args::scan_string(b, i + 1, &mut escaped)?;
+                if escaped {
+                    return None;
+                }
+                name = Some(text.get(i + 1..close)?);
+                i = close + 1;
+            }
+            b"arguments" if arguments.is_none() => match b.get(i) {
+                Some(b'{') => {
+                    let end = raw_args::scan_value(b, i)?;
+                    arguments = Some(Some(RawArgs::checked(text.get(i..end)?)));
+                    i = end;
+                }
+                Some(b'n') if b.get(i..i + 4) == Some(b"null") => {
+                    arguments = Some(None);
+                    i += 4;
+                }
+                _ => return None,
+            },
+            // Written twice: serde refuses that.
+            b"name" | b"arguments" => return None,
+            _ => i = raw_args::scan_value(b, i)?,
+        }
+        i = raw_args::skip_ws(b, i);
+        match b.get(i) {
+            Some(b',') => i = raw_args::skip_ws(b, i + 1),
+            Some(b'}') => break,
+            _ => return None,
+        }
+    }
+    if raw_args::skip_ws(b, i + 1) != b.len() {
+        return None;
+    }
+    Some((Cow::Borrowed(name?), arguments.flatten()))
+}
+
+/// The params read by `serde_json` into [`Raw`] (skipping other members),
+/// then the arguments checked by [`raw_args::check`]: the reference for
+/// [`read_fast`], and the reader of what it leaves (escaped names and
+/// keys, exponents, errors, which this one words).
+fn read_with_serde(text: &str) -> Result<Read<'_>, ParamsError> {
+    let raw: Raw<'_> =
+        serde_json::from_str(text).map_err(|e| ParamsError::Invalid(e.to_string()))?;
+    let arguments = match raw.arguments.map(RawValue::get) {
+        // `null` reads as no arguments.
+        None | Some("null") => None,
+        Some(args) if args.starts_with('{') => Some(args),
+        Some(_) => {
+            return Err(ParamsError::Invalid(
+                "`arguments` is not an object".to_string(),
+            ))
+        }
+    };
+    if let Some(args) = arguments {
+        raw_args::check(args).map_err(ParamsError::Invalid)?;
+    }
+    Ok((raw.name, arguments.map(RawArgs::checked)))
 }
 
 #[cfg(test)]
