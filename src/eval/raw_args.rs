@@ -164,6 +164,7 @@ pub(crate) fn skip_ws(b: &[u8], mut i: usize) -> usize {
 /// if it holds an escape.
 pub(crate) fn scan_string(b: &[u8], mut i: usize, escaped: &mut bool) -> Option<usize> {
     loop {
+        i = plain_run(b, i);
         match *b.get(i)? {
             b'"' => return Some(i),
             b'\\' => {
@@ -188,6 +189,42 @@ pub(crate) fn scan_string(b: &[u8], mut i: usize, escaped: &mut bool) -> Option<
             _ => i += 1,
         }
     }
+}
+
+/// Eight copies of a byte.
+const fn lanes(byte: u8) -> u64 {
+    u64::from_ne_bytes([byte; 8])
+}
+
+/// Skips from `i` the bytes a string holds as they are (not a quote, a
+/// backslash or a control character), eight at a time: the index of the
+/// first other byte (or the end).
+fn plain_run(b: &[u8], mut i: usize) -> usize {
+    const HIGH: u64 = lanes(0x80);
+    while let Some(chunk) = b.get(i..i + 8) {
+        let Ok(chunk) = <[u8; 8]>::try_from(chunk) else {
+            break;
+        };
+        let word = u64::from_le_bytes(chunk);
+        // The high bit of a lane is set where the lane is below 0x20, a
+        // quote or a backslash; exact for the first such lane (a borrow
+        // only reaches lanes after it).
+        let below = |w: u64, n: u8| w.wrapping_sub(lanes(n)) & !w & HIGH;
+        let special = below(word, 0x20)
+            | below(word ^ lanes(b'"'), 1)
+            | below(word ^ lanes(b'\\'), 1);
+        if special != 0 {
+            return i + (special.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while let Some(&c) = b.get(i) {
+        if c == b'"' || c == b'\\' || c < 0x20 {
+            break;
+        }
+        i += 1;
+    }
+    i
 }
 
 /// The number starting at `i`: where it ends, if it is one `serde_json`
@@ -450,6 +487,189 @@ impl<'de> Visitor<'de> for KeyIs<'_> {
     }
 }
 
+/// JSON-ish texts for the differential tests of the one-pass reader
+/// against `serde_json`: valid and invalid escapes (lone surrogates), big
+/// and malformed numbers, control characters, whitespace everywhere, keys
+/// written twice or escaped, deep nesting, then random edits.
+#[cfg(test)]
+pub(crate) mod texts {
+    use proptest::prelude::*;
+
+    /// Whitespace, JSON's and not.
+    pub fn ws() -> impl Strategy<Value = &'static str> {
+        prop_oneof![
+            80 => prop::sample::select(vec!["", "", " ", "\n\t", "\r "]),
+            1 => prop::sample::select(vec!["\u{a0}", "\u{c}"]),
+        ]
+    }
+
+    /// One of `good` mostly, one of `dubious` at times.
+    fn mostly(good: Vec<String>, dubious: Vec<String>) -> impl Strategy<Value = String> {
+        prop_oneof![
+            30 => prop::sample::select(good),
+            1 => prop::sample::select(dubious),
+        ]
+    }
+
+    fn owned(texts: &[&str]) -> Vec<String> {
+        texts.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// A string literal, or something close.
+    pub fn string() -> impl Strategy<Value = String> {
+        mostly(
+            owned(&[
+                r#""a""#,
+                r#""""#,
+                r#""é ✓""#,
+                r#""q\"r""#,
+                r#""\u0041\u00e9""#,
+                r#""\ud83d\ude00""#,
+                "\"del\u{7f}\"",
+                r#""\/\b\f\n\r\t\\""#,
+                r#""/srv/a/../b""#,
+                r#""a long string of more than eight bytes \" with a quote""#,
+            ]),
+            owned(&[
+                r#""\ud800""#,
+                r#""\udc00x""#,
+                r#""\ud800\u0041""#,
+                r#""\ud800\udbff""#,
+                r#""\x""#,
+                "\"tab\there\"",
+                "\"ctl\u{1}\"",
+                r#""\u00""#,
+                r#""\uZZZZ""#,
+                r#""\""#,
+                r#""unterminated"#,
+            ]),
+        )
+    }
+
+    /// A number, or something close.
+    pub fn number() -> impl Strategy<Value = String> {
+        let nines = |n: usize| "9".repeat(n);
+        mostly(
+            vec![
+                "0".to_string(),
+                "-0".to_string(),
+                "1.5".to_string(),
+                "1e5".to_string(),
+                "2e-400".to_string(),
+                "-12".to_string(),
+                "18446744073709551616".to_string(),
+                "-9223372036854775809".to_string(),
+                "0.12345678901234567890123456789".to_string(),
+                nines(300),
+                format!("-{}.{}", nines(300), nines(40)),
+                nines(301),
+            ],
+            vec![
+                "01".to_string(),
+                "1.".to_string(),
+                "-".to_string(),
+                "-a".to_string(),
+                "1E+400".to_string(),
+                ".5".to_string(),
+                "+1".to_string(),
+                nines(309),
+                format!("{}.5", nines(400)),
+            ],
+        )
+    }
+
+    /// A literal, or something close.
+    pub fn literal() -> impl Strategy<Value = String> {
+        mostly(
+            owned(&["true", "false", "null"]),
+            owned(&["nul", "tru", "nullx", "True"]),
+        )
+    }
+
+    /// A key: plain, escaped, or one the params reader looks for.
+    pub fn key() -> impl Strategy<Value = String> {
+        mostly(
+            owned(&[
+                r#""a""#,
+                r#""b""#,
+                r#""path""#,
+                r#""p\u0061th""#,
+                r#""name""#,
+                r#""n\u0061me""#,
+                r#""arguments""#,
+                r#""_meta""#,
+                r#""é""#,
+            ]),
+            owned(&[r#""\ud800""#, "\"k\u{1}\"", "a"]),
+        )
+    }
+
+    /// A value, or something close, with whitespace around its parts.
+    pub fn value() -> impl Strategy<Value = String> {
+        let leaf = prop_oneof![string(), number(), literal()];
+        leaf.prop_recursive(4, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec((ws(), inner.clone(), ws()), 0..4).prop_map(|v| {
+                    let items: Vec<String> =
+                        v.into_iter().map(|(a, x, b)| format!("{a}{x}{b}")).collect();
+                    format!("[{}]", items.join(","))
+                }),
+                prop::collection::vec((key(), ws(), inner), 0..4).prop_map(|kv| {
+                    let items: Vec<String> =
+                        kv.into_iter().map(|(k, w, v)| format!("{k}{w}:{w}{v}")).collect();
+                    format!("{{{}}}", items.join(","))
+                }),
+            ]
+        })
+    }
+
+    /// An object of `value`s (the arguments), nested up to 130 levels
+    /// deep at times.
+    pub fn object() -> impl Strategy<Value = String> {
+        (
+            prop::collection::vec((key(), ws(), value()), 0..5),
+            prop_oneof![12 => Just(0usize), 1 => 120usize..130],
+        )
+            .prop_map(|(kv, deep)| {
+                let mut items: Vec<String> =
+                    kv.into_iter().map(|(k, w, v)| format!("{k}{w}:{w}{v}")).collect();
+                if deep > 0 {
+                    items.push(format!(r#""d":{}1{}"#, "[".repeat(deep), "]".repeat(deep)));
+                }
+                format!("{{{}}}", items.join(" , "))
+            })
+    }
+
+    /// Random edits of a text: a byte deleted, or one of JSON's
+    /// punctuation inserted.
+    pub fn edited(text: impl Strategy<Value = String>) -> impl Strategy<Value = String> {
+        (
+            text,
+            prop_oneof![
+                3 => Just(Vec::new()),
+                1 => prop::collection::vec((any::<prop::sample::Index>(), 0usize..12), 1..3),
+            ],
+        )
+            .prop_map(|(text, edits)| {
+                let mut bytes = text.into_bytes();
+                for (at, op) in edits {
+                    if bytes.is_empty() {
+                        break;
+                    }
+                    let at = at.index(bytes.len());
+                    match op {
+                        0..=3 => {
+                            bytes.remove(at);
+                        }
+                        _ => bytes.insert(at, b"{}[],:\"\\e"[op - 4]),
+                    }
+                }
+                // Edits may split a character: keep the texts `&str`.
+                String::from_utf8_lossy(&bytes).into_owned()
+            })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -533,5 +753,80 @@ mod tests {
             }
             prop_assert_eq!(parse(args).unwrap(), built);
         }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+
+        /// The one pass accepts only arguments `serde_json` builds (and
+        /// the old check accepts), ending where the value ends; keys read
+        /// from checked text are the built object's, however written.
+        #[test]
+        fn one_pass_agrees_with_serde_json(text in texts::edited(texts::object())) {
+            let scanned = scan_value(text.as_bytes(), 0);
+            let built = serde_json::from_str::<Value>(&text);
+            let checked = check(&text);
+            if scanned == Some(text.len()) {
+                prop_assert!(built.is_ok(), "{}", text);
+                prop_assert!(checked.is_ok(), "{}", text);
+            }
+            if let Some(end) = scanned {
+                prop_assert!(check(&text[..end]).is_ok(), "{}", text);
+            }
+            if let (Ok(built), Ok(())) = (built, checked) {
+                let args = RawArgs::checked(&text);
+                for key in ["a", "b", "path", "name", "é", "\u{fffd}", "d", "z"] {
+                    prop_assert_eq!(
+                        as_value(get(args, key).unwrap()),
+                        built.get(key).cloned(),
+                        "{} in {}", key, text
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn one_pass_is_sure_of_the_common_cases_only() {
+        let deep = |n: usize| format!(r#"{{"a":{}1{}}}"#, "[".repeat(n - 1), "]".repeat(n - 1));
+        for sure in [
+            r#"{"id":909,"query":"status:open"}"#,
+            "{ \"a\" :\t[ 1 , -0.5 , true , null , {} , [] ] ,\n\"b\":\"\\u00e9\\n\" }",
+            r#"{"s":"a long string, \"quoted\", past eight bytes","n":-0}"#,
+            r#"{"é":"✓","a":{"a":{"a":"a"}},"a":1}"#,
+            &deep(MAX_DEPTH),
+        ] {
+            assert_eq!(scan_value(sure.as_bytes(), 0), Some(sure.len()), "{sure}");
+            check(sure).unwrap();
+        }
+        for unsure in [
+            r#"{"a":1e5}"#,
+            r#"{"a":"\ud83d\ude00"}"#,
+            &format!(r#"{{"a":{}}}"#, "1".repeat(301)),
+            &deep(MAX_DEPTH + 1),
+        ] {
+            assert_eq!(scan_value(unsure.as_bytes(), 0), None, "{unsure}");
+        }
+        check(r#"{"a":1e5,"b":"\ud83d\ude00"}"#).unwrap();
+        check(&deep(MAX_DEPTH + 1)).unwrap_err();
+        for bad in [r#"{"a":01}"#, r#"{"a":"\ud800"}"#, "{\"a\":\"\u{1}\"}", r#"{"a":1,}"#] {
+            assert_eq!(scan_value(bad.as_bytes(), 0), None, "{bad}");
+            check(bad).unwrap_err();
+        }
+    }
+
+    #[test]
+    fn plain_runs_stop_at_the_first_special_byte() {
+        let text = "abcdefgh\u{e9}ijklmnop\"qrstuvwxyz";
+        assert_eq!(plain_run(text.as_bytes(), 0), text.find('"').unwrap());
+        for special in ['"', '\\', '\u{0}', '\u{1f}'] {
+            for at in 0..20 {
+                let mut s = "x".repeat(20);
+                s.replace_range(at..=at, &special.to_string());
+                assert_eq!(plain_run(s.as_bytes(), 0), at, "{special:?} at {at}");
+                assert_eq!(plain_run(s.as_bytes(), at.min(3)), at);
+            }
+        }
+        assert_eq!(plain_run(b"\x7f\x80\xff ~!#[]", 0), 9);
     }
 }

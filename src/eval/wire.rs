@@ -237,6 +237,7 @@ fn read_with_serde(text: &str) -> Result<Read<'_>, ParamsError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn reads_name_and_arguments_and_borrows_the_name() {
@@ -290,5 +291,113 @@ mod tests {
             ToolCallParams::from_json(&big),
             Err(ParamsError::TooLarge { .. })
         ));
+    }
+
+    /// Params texts: `name`, `arguments` and other members in any order,
+    /// some written twice or escaped, odd values, whitespace around.
+    fn params() -> impl Strategy<Value = String> {
+        use raw_args::texts;
+        let name = prop_oneof![
+            8 => Just(r#""name":"get_schema""#.to_string()),
+            8 => texts::string().prop_map(|v| format!(r#""name":{v}"#)),
+            1 => prop_oneof![texts::number(), texts::literal(), texts::object()]
+                .prop_map(|v| format!(r#""name" :{v}"#)),
+            1 => texts::value().prop_map(|v| format!(r#""n\u0061me":{v}"#)),
+        ];
+        let arguments = prop_oneof![
+            8 => texts::object().prop_map(|v| format!(r#""arguments": {v}"#)),
+            1 => prop_oneof![Just("null".to_string()), texts::value()]
+                .prop_map(|v| format!("\"arguments\"\t:{v}")),
+        ];
+        let other = (texts::key(), texts::value()).prop_map(|(k, v)| format!("{k}:{v}"));
+        let members = (
+            prop::option::weighted(0.9, name.clone()),
+            prop::option::weighted(0.8, arguments.clone()),
+            prop::collection::vec(
+                prop_oneof![12 => other, 1 => name, 1 => arguments],
+                0..3,
+            ),
+        )
+            .prop_map(|(name, arguments, others)| {
+                name.into_iter().chain(arguments).chain(others).collect::<Vec<_>>()
+            })
+            .prop_shuffle();
+        (
+            texts::ws(),
+            members,
+            prop::collection::vec(texts::ws(), 4),
+            prop_oneof![
+                10 => prop::sample::select(vec!["", " \n"]),
+                1 => prop::sample::select(vec!["x", "}", ","]),
+            ],
+        )
+            .prop_map(|(w, members, ws, tail)| {
+                let body: Vec<String> = members
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, m)| format!("{m}{}", ws[i % 4]))
+                    .collect();
+                format!("{w}{{{w}{}}}{tail}", body.join(","))
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+
+        /// The one pass gives what serde_json and the old check give, or
+        /// leaves the text to them: never accepts what they refuse.
+        #[test]
+        fn one_pass_reads_as_serde_json_does(text in raw_args::texts::edited(params())) {
+            let slow = read_with_serde(&text);
+            if let Some(fast) = read_fast(&text) {
+                prop_assert_eq!(Ok(fast), slow.clone(), "{}", text);
+            }
+            let read = ToolCallParams::from_json(text.as_bytes())
+                .map(|p| (p.name, p.arguments));
+            prop_assert_eq!(read, slow, "{}", text);
+        }
+    }
+
+    #[test]
+    fn the_common_params_take_the_one_pass() {
+        for sure in [
+            r#"{"name":"get_schema","arguments":{"id":909,"query":"status:open"}}"#,
+            r#" { "arguments" : null , "_meta" : {"progressToken":[1, {"a":"\u00e9"}]}, "name" : "é" } "#,
+            r#"{"name":"x","arguments":{"a":"\u0041"},"x":1}"#,
+            r#"{"name":"x"}"#,
+        ] {
+            assert!(read_fast(sure).is_some(), "{sure}");
+            assert_eq!(read_fast(sure).map(Ok), Some(read_with_serde(sure)), "{sure}");
+        }
+        for unsure in [
+            r#"{"name":"a\u002db"}"#,
+            r#"{"n\u0061me":"x"}"#,
+            r#"{"name":"x","_meta":1e3}"#,
+            r#"["x",{"a":1}]"#,
+        ] {
+            assert!(read_fast(unsure).is_none(), "{unsure}");
+            assert!(read_with_serde(unsure).is_ok(), "{unsure}");
+        }
+        // serde reads a struct from an array too: so do the params.
+        let p = ToolCallParams::from_json(br#"["x",{"a":1}]"#).unwrap();
+        assert_eq!((p.name(), p.arguments_json()), ("x", Some(r#"{"a":1}"#)));
+    }
+
+    /// Deep nesting is refused in the arguments and skipped elsewhere,
+    /// without recursion: 16 MiB of `[` do not overflow the stack.
+    #[test]
+    fn deep_nesting_is_bounded_without_recursion() {
+        let head = r#"{"name":"x","_meta":"#;
+        let meta = format!("{head}{}1{}}}", "[".repeat(300), "]".repeat(300));
+        assert!(read_fast(&meta).is_none());
+        assert!(ToolCallParams::from_json(meta.as_bytes()).is_ok());
+        for head in [head, r#"{"name":"x","arguments":{"a":"#] {
+            let mut bytes = head.as_bytes().to_vec();
+            bytes.resize(ToolCallParams::MAX_BYTES, b'[');
+            assert!(matches!(
+                ToolCallParams::from_json(&bytes),
+                Err(ParamsError::Invalid(_))
+            ));
+        }
     }
 }
