@@ -151,6 +151,7 @@ pub(crate) fn depth(json: &str) -> usize {
 const MAX_INT_DIGITS: usize = 300;
 
 /// JSON's whitespace, skipped from `i`.
+#[inline]
 pub(crate) fn skip_ws(b: &[u8], mut i: usize) -> usize {
     while let Some(b' ' | b'\n' | b'\t' | b'\r') = b.get(i) {
         i += 1;
@@ -162,7 +163,18 @@ pub(crate) fn skip_ws(b: &[u8], mut i: usize) -> usize {
 /// closing quote, if every escape decodes to a character (no surrogate
 /// escapes: not sure) and it holds no control character. `escaped` is set
 /// if it holds an escape.
-pub(crate) fn scan_string(b: &[u8], mut i: usize, escaped: &mut bool) -> Option<usize> {
+#[inline]
+pub(crate) fn scan_string(b: &[u8], i: usize, escaped: &mut bool) -> Option<usize> {
+    let i = plain_run(b, i);
+    if b.get(i) == Some(&b'"') {
+        return Some(i);
+    }
+    scan_string_rest(b, i, escaped)
+}
+
+/// [`scan_string`] from an escape or a control character on.
+#[inline(never)]
+fn scan_string_rest(b: &[u8], mut i: usize, escaped: &mut bool) -> Option<usize> {
     loop {
         i = plain_run(b, i);
         match *b.get(i)? {
@@ -199,6 +211,7 @@ const fn lanes(byte: u8) -> u64 {
 /// Skips from `i` the bytes a string holds as they are (not a quote, a
 /// backslash or a control character), eight at a time: the index of the
 /// first other byte (or the end).
+#[inline]
 fn plain_run(b: &[u8], mut i: usize) -> usize {
     const HIGH: u64 = lanes(0x80);
     while let Some(chunk) = b.get(i..i + 8) {
@@ -284,9 +297,7 @@ pub(crate) fn scan_value(b: &[u8], mut i: usize) -> Option<usize> {
     // Bit k set: the container open at depth k + 1 is an object.
     let mut objects: u128 = 0;
     let mut depth = 0usize;
-    loop {
-        // At a value.
-        let mut opened = None;
+    'value: loop {
         match *b.get(i)? {
             b'"' => i = scan_string(b, i + 1, &mut false)? + 1,
             b'-' | b'0'..=b'9' => i = scan_number(b, i)?,
@@ -297,46 +308,44 @@ pub(crate) fn scan_value(b: &[u8], mut i: usize) -> Option<usize> {
                 if depth == MAX_DEPTH {
                     return None;
                 }
-                objects = (objects << 1) | u128::from(c == b'{');
                 depth += 1;
+                let object = c == b'{';
+                objects = (objects << 1) | u128::from(object);
                 i = skip_ws(b, i + 1);
-                opened = Some(c);
+                match (*b.get(i)?, object) {
+                    // Empty: closed below.
+                    (b'}', true) | (b']', false) => {}
+                    (_, true) => {
+                        i = scan_key(b, i)?;
+                        continue 'value;
+                    }
+                    (_, false) => continue 'value,
+                }
             }
             _ => return None,
         }
-        // After a value, or just inside an opened container.
-        let mut first = opened.is_some();
+        // Past a value (or at the close of an empty container).
         loop {
             if depth == 0 {
                 return Some(i);
             }
-            if !first {
-                i = skip_ws(b, i);
-            }
-            let object = objects & 1 == 1;
-            match *b.get(i)? {
-                b'}' if object => {}
-                b']' if !object => {}
-                _ if first && object => {
-                    i = scan_key(b, i)?;
-                    break;
-                }
-                _ if first => break,
-                b',' if object => {
+            i = skip_ws(b, i);
+            match (*b.get(i)?, objects & 1 == 1) {
+                (b',', true) => {
                     i = scan_key(b, skip_ws(b, i + 1))?;
-                    break;
+                    continue 'value;
                 }
-                b',' => {
+                (b',', false) => {
                     i = skip_ws(b, i + 1);
-                    break;
+                    continue 'value;
+                }
+                (b'}', true) | (b']', false) => {
+                    i += 1;
+                    objects >>= 1;
+                    depth -= 1;
                 }
                 _ => return None,
             }
-            // A close.
-            i += 1;
-            objects >>= 1;
-            depth -= 1;
-            first = false;
         }
     }
 }
