@@ -223,9 +223,8 @@ fn plain_run(b: &[u8], mut i: usize) -> usize {
         // quote or a backslash; exact for the first such lane (a borrow
         // only reaches lanes after it).
         let below = |w: u64, n: u8| w.wrapping_sub(lanes(n)) & !w & HIGH;
-        let special = below(word, 0x20)
-            | below(word ^ lanes(b'"'), 1)
-            | below(word ^ lanes(b'\\'), 1);
+        let special =
+            below(word, 0x20) | below(word ^ lanes(b'"'), 1) | below(word ^ lanes(b'\\'), 1);
         if special != 0 {
             return i + (special.trailing_zeros() / 8) as usize;
         }
@@ -619,13 +618,17 @@ pub(crate) mod texts {
         leaf.prop_recursive(4, 24, 4, |inner| {
             prop_oneof![
                 prop::collection::vec((ws(), inner.clone(), ws()), 0..4).prop_map(|v| {
-                    let items: Vec<String> =
-                        v.into_iter().map(|(a, x, b)| format!("{a}{x}{b}")).collect();
+                    let items: Vec<String> = v
+                        .into_iter()
+                        .map(|(a, x, b)| format!("{a}{x}{b}"))
+                        .collect();
                     format!("[{}]", items.join(","))
                 }),
                 prop::collection::vec((key(), ws(), inner), 0..4).prop_map(|kv| {
-                    let items: Vec<String> =
-                        kv.into_iter().map(|(k, w, v)| format!("{k}{w}:{w}{v}")).collect();
+                    let items: Vec<String> = kv
+                        .into_iter()
+                        .map(|(k, w, v)| format!("{k}{w}:{w}{v}"))
+                        .collect();
                     format!("{{{}}}", items.join(","))
                 }),
             ]
@@ -640,8 +643,10 @@ pub(crate) mod texts {
             prop_oneof![12 => Just(0usize), 1 => 120usize..130],
         )
             .prop_map(|(kv, deep)| {
-                let mut items: Vec<String> =
-                    kv.into_iter().map(|(k, w, v)| format!("{k}{w}:{w}{v}")).collect();
+                let mut items: Vec<String> = kv
+                    .into_iter()
+                    .map(|(k, w, v)| format!("{k}{w}:{w}{v}"))
+                    .collect();
                 if deep > 0 {
                     items.push(format!(r#""d":{}1{}"#, "[".repeat(deep), "]".repeat(deep)));
                 }
@@ -818,7 +823,12 @@ mod tests {
         }
         check(r#"{"a":1e5,"b":"\ud83d\ude00"}"#).unwrap();
         check(&deep(MAX_DEPTH + 1)).unwrap_err();
-        for bad in [r#"{"a":01}"#, r#"{"a":"\ud800"}"#, "{\"a\":\"\u{1}\"}", r#"{"a":1,}"#] {
+        for bad in [
+            r#"{"a":01}"#,
+            r#"{"a":"\ud800"}"#,
+            "{\"a\":\"\u{1}\"}",
+            r#"{"a":1,}"#,
+        ] {
             assert_eq!(scan_value(bad.as_bytes(), 0), None, "{bad}");
             check(bad).unwrap_err();
         }

@@ -313,13 +313,13 @@ mod tests {
         let members = (
             prop::option::weighted(0.9, name.clone()),
             prop::option::weighted(0.8, arguments.clone()),
-            prop::collection::vec(
-                prop_oneof![12 => other, 1 => name, 1 => arguments],
-                0..3,
-            ),
+            prop::collection::vec(prop_oneof![12 => other, 1 => name, 1 => arguments], 0..3),
         )
             .prop_map(|(name, arguments, others)| {
-                name.into_iter().chain(arguments).chain(others).collect::<Vec<_>>()
+                name.into_iter()
+                    .chain(arguments)
+                    .chain(others)
+                    .collect::<Vec<_>>()
             })
             .prop_shuffle();
         (
@@ -367,7 +367,11 @@ mod tests {
             r#"{"name":"x"}"#,
         ] {
             assert!(read_fast(sure).is_some(), "{sure}");
-            assert_eq!(read_fast(sure).map(Ok), Some(read_with_serde(sure)), "{sure}");
+            assert_eq!(
+                read_fast(sure).map(Ok),
+                Some(read_with_serde(sure)),
+                "{sure}"
+            );
         }
         for unsure in [
             r#"{"name":"a\u002db"}"#,

@@ -210,7 +210,12 @@ fn the_generated_workloads_decide_the_same_from_bytes() {
 /// another member, are refused as they were when the params were built.
 #[test]
 fn invalid_utf8_inside_strings_is_refused() {
-    for (at, bad) in [(0, &b"\xff"[..]), (3, b"\xc3"), (1, b"\xed\xa0\x80"), (2, b"\xe9")] {
+    for (at, bad) in [
+        (0, &b"\xff"[..]),
+        (3, b"\xc3"),
+        (1, b"\xed\xa0\x80"),
+        (2, b"\xe9"),
+    ] {
         for template in [
             &br#"{"name":"t","arguments":{"path":"/srv/a"}}"#[..],
             br#"{"name":"t","arguments":{"p":1},"_meta":{"k":"abcd"}}"#,
