@@ -227,6 +227,12 @@ impl<'f> Compiler<'_, 'f> {
                 Item::Setting(_) => {}
             }
         }
+        if let crate::policy::Trusted::Servers(ids) = &settings.trusted {
+            // Only tool calls read annotations.
+            for id in ids {
+                index[TargetKind::Tool.index()].trust(id);
+            }
+        }
         for lookup in &mut index {
             lookup.freeze();
         }

@@ -14,9 +14,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use serde_json::{Map, Number, Value};
 
-use serde_json::value::RawValue;
-
-use super::raw_args;
+use super::raw_args::{self, RawArgs};
 use super::sink::{HostCall, Reached, Sink};
 use super::Request;
 use crate::paths;
@@ -89,7 +87,7 @@ impl<'r> Facts<'r> {
 
     /// The arguments text `raw` built into a `Value`, once per decision.
     /// `Err` if it does not read (never, once the params reader checked it).
-    fn built_args(&self, raw: &RawValue) -> Result<&Value, ()> {
+    fn built_args(&self, raw: RawArgs<'_>) -> Result<&Value, ()> {
         self.built_args
             .get_or_init(|| raw_args::parse(raw))
             .as_ref()
@@ -106,6 +104,14 @@ impl<'r> Facts<'r> {
         let reads = self.raw_key_reads.get();
         self.raw_key_reads.set(reads.saturating_add(1));
         reads < RAW_KEY_READS
+    }
+
+    /// Facts whose server's trust is known already (the decision index
+    /// answers it while finding the candidates).
+    pub fn with_trust(policy: &'r Policy, request: &'r Request<'r>, trusted: bool) -> Self {
+        let facts = Facts::new(policy, request);
+        facts.trusted.set(Some(trusted));
+        facts
     }
 
     /// Whether the policy or the host trusts the request's server.
@@ -439,7 +445,7 @@ fn walk<'v>(
 /// borrowed from the text). Text that does not read (never, once the params
 /// reader has checked it) is a failure.
 fn walk_raw_key(
-    raw: &RawValue,
+    raw: RawArgs<'_>,
     key: &str,
     rest: &[Step],
     flatten: bool,

@@ -22,8 +22,8 @@ pub use wire::{ParamsError, ToolCallParams};
 use crate::fingerprint::ToolApproval;
 use crate::policy::{
     hits_of,
-    names::{fold_name, Folded},
-    Cand, Cands, DefaultDecision, Hits, Policy, Query, Rule,
+    names::{fold_name, FoldBuf, Folded},
+    Cand, Cands, DefaultDecision, Hits, Policy, Query, Rule, Trusted,
 };
 use crate::syntax::{Effect, TargetKind};
 use sink::{RuleSeen, Sink};
@@ -38,13 +38,14 @@ pub(crate) struct Names<'r> {
 
 impl<'r> Names<'r> {
     /// `name` is the request's name as matched: for a resource, its
-    /// normalized URI.
-    pub fn new(server: &'r str, name: &'r str) -> Self {
+    /// normalized URI. Short ASCII names fold into `bufs`.
+    pub fn new(server: &'r str, name: &'r str, bufs: &'r mut [FoldBuf; 2]) -> Self {
+        let [server_buf, name_buf] = bufs;
         Names {
             server,
             name,
-            folded_server: fold_name(server),
-            folded_name: fold_name(name),
+            folded_server: fold_name(server, server_buf),
+            folded_name: fold_name(name, name_buf),
         }
     }
 
@@ -53,8 +54,8 @@ impl<'r> Names<'r> {
         Query {
             server: self.server,
             name: self.name,
-            folded_server: &self.folded_server,
-            folded_name: &self.folded_name,
+            folded_server: self.folded_server.bytes(),
+            folded_name: self.folded_name.bytes(),
             unfolded: self.folded_server.is_unchanged() && self.folded_name.is_unchanged(),
         }
     }
@@ -251,6 +252,18 @@ pub(crate) fn trusts(policy: &Policy, request: &Request<'_>) -> bool {
         && (request.server_trusted || policy.trusts_server(request.server))
 }
 
+/// [`trusts`], given whether the tool index found the server among those
+/// the policy's `trusted` setting lists (`listed`).
+fn trusted_given(policy: &Policy, request: &Request<'_>, listed: bool) -> bool {
+    request.kind == TargetKind::Tool
+        && (request.server_trusted
+            || match &policy.settings.trusted {
+                Trusted::None => false,
+                Trusted::All => true,
+                Trusted::Servers(_) => listed,
+            })
+}
+
 /// Decides one request against one policy.
 pub fn decide(policy: &Policy, request: &Request<'_>) -> Decision {
     let decision = run(policy, request, &mut ()).made_by(policy);
@@ -296,7 +309,8 @@ pub(crate) fn run<S: Sink>(policy: &Policy, request: &Request<'_>, sink: &mut S)
     if kind == TargetKind::Resource {
         sink.normalized(policy, request, &name);
     }
-    let names = Names::new(request.server, &name);
+    let mut bufs = [[0; 64]; 2];
+    let names = Names::new(request.server, &name, &mut bufs);
     let query = names.query();
     if kind == TargetKind::Tool {
         let mut hits = Hits::new();
@@ -307,10 +321,11 @@ pub(crate) fn run<S: Sink>(policy: &Policy, request: &Request<'_>, sink: &mut S)
         }
     }
     let approver = request.approver_available();
-    let facts = Facts::new(policy, request);
-    // Every candidate rule of the three lists, in file order: one search.
+    // Every candidate rule of the three lists, in file order: one search,
+    // which also finds whether the policy trusts the server.
     let mut cands = Cands::new();
-    policy.index(kind).candidates(&query, &mut cands);
+    let listed = policy.index(kind).candidates(&query, &mut cands);
+    let facts = Facts::with_trust(policy, request, trusted_given(policy, request, listed));
 
     if let Some((rule, m)) = first_loose(policy, Effect::Deny, kind, &cands, &facts, sink) {
         let reason = match m {
@@ -358,6 +373,51 @@ mod tests {
     use super::*;
     use crate::policy::names::fold;
     use crate::PolicySet;
+
+    /// The trust the tool index answers while searching is the policy's
+    /// `trusted` setting, exactly as written: ids that fold alike but
+    /// differ are not trusted, a trusted server with no rule is.
+    #[test]
+    fn the_index_answers_trust_as_the_setting_does() {
+        let set = PolicySet::from_text(
+            "p.mcppol",
+            r#"policy p { trusted "GitHub", "fs", "no-rules", "*"
+                allow "github/x", "fs/*", "*/y"
+                deny "Git*/z" }
+            policy q { allow "a/b" }
+            policy r { trusted all
+                allow "a/b" }"#,
+        )
+        .unwrap();
+        let servers = [
+            "GitHub", "github", "GITHUB", "fs", "FS", "no-rules", "no_rules", "*", "other", "",
+        ];
+        let mut checked = 0;
+        for policy in set.iter() {
+            for kind in TargetKind::ALL {
+                for server in servers {
+                    for host in [false, true] {
+                        let mut request = Request::tool(server, "x");
+                        request.kind = kind;
+                        request.server_trusted = host;
+                        let mut bufs = [[0; 64]; 2];
+                        let names = Names::new(server, "x", &mut bufs);
+                        let listed = policy
+                            .index(kind)
+                            .candidates(&names.query(), &mut Cands::new());
+                        assert_eq!(
+                            trusted_given(policy, &request, listed),
+                            trusts(policy, &request),
+                            "{} {kind:?} {server} {host}",
+                            policy.name
+                        );
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(checked, 3 * 3 * servers.len() * 2);
+    }
 
     /// The index offers exactly the rules a target of which names the
     /// request (each target's own matcher), and for a new tool exactly
@@ -413,7 +473,8 @@ mod tests {
                         for server in servers {
                             for name in names {
                                 let (fs, fname) = (fold(server), fold(name));
-                                let names = Names::new(server, name);
+                                let mut bufs = [[0; 64]; 2];
+                                let names = Names::new(server, name, &mut bufs);
                                 let query = names.query();
                                 let index = policy.index(kind);
                                 let mut cands = Cands::new();

@@ -20,14 +20,36 @@ use serde_json::Value;
 /// taken by the params object).
 pub(crate) const MAX_DEPTH: usize = 126;
 
+/// The arguments object of a `tools/call` as JSON text, borrowed from the
+/// params' bytes and checked when they were read
+/// ([`crate::ToolCallParams::from_json`]): valid JSON, an object, values
+/// that build into a `Value` (numbers in range, escapes that decode),
+/// nested at most [`MAX_DEPTH`] levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RawArgs<'a>(&'a str);
+
+impl<'a> RawArgs<'a> {
+    /// Text already checked as above (by [`check`] or [`scan_value`]).
+    pub(crate) fn checked(text: &'a str) -> Self {
+        RawArgs(text)
+    }
+
+    /// The text.
+    pub(crate) fn get(self) -> &'a str {
+        self.0
+    }
+}
+
 /// Whether the arguments text would build into a `Value`: read through
 /// once as `serde_json` reads it to build one (numbers in range, escapes
-/// that decode, nesting within [`MAX_DEPTH`]), building nothing.
-pub(crate) fn check(args: &RawValue) -> Result<(), String> {
-    if depth(args.get()) > MAX_DEPTH {
+/// that decode, nesting within [`MAX_DEPTH`]), building nothing. The
+/// reference for [`scan_value`], and what the params reader falls back
+/// on when that one is not sure.
+pub(crate) fn check(args: &str) -> Result<(), String> {
+    if depth(args) > MAX_DEPTH {
         return Err(format!("`arguments` nests deeper than {MAX_DEPTH} levels"));
     }
-    let mut de = serde_json::Deserializer::from_str(args.get());
+    let mut de = serde_json::Deserializer::from_str(args);
     <Check as serde::Deserialize>::deserialize(&mut de).map_err(|e| e.to_string())?;
     de.end().map_err(|e| e.to_string())
 }
@@ -111,6 +133,228 @@ pub(crate) fn depth(json: &str) -> usize {
     deepest
 }
 
+// One pass that checks and locates: the params reader's fast path.
+//
+// [`scan_value`] reads a value the way `serde_json` builds one, in a single
+// pass over the bytes, building nothing and allocating nothing; it only
+// ever answers "this builds" (with where the value ends) or "not sure"
+// (`None`). "Not sure" covers every error and also what it does not try to
+// decide itself: an exponent, more than [`MAX_INT_DIGITS`] digits before
+// the point, a `\u` escape of a surrogate, nesting deeper than
+// [`MAX_DEPTH`]. On "not sure" the caller reads the bytes again with
+// `serde_json` and [`check`], which decide (and word the error). So what
+// is accepted is exactly what those accept, and the common case costs one
+// pass.
+
+/// More digits than this before the decimal point (and no exponent) could
+/// overflow an `f64` (about 1.8e308); fewer never do.
+const MAX_INT_DIGITS: usize = 300;
+
+/// JSON's whitespace, skipped from `i`.
+#[inline]
+pub(crate) fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while let Some(b' ' | b'\n' | b'\t' | b'\r') = b.get(i) {
+        i += 1;
+    }
+    i
+}
+
+/// The string whose opening quote is just before `i`: the index of its
+/// closing quote, if every escape decodes to a character (no surrogate
+/// escapes: not sure) and it holds no control character. `escaped` is set
+/// if it holds an escape.
+#[inline]
+pub(crate) fn scan_string(b: &[u8], i: usize, escaped: &mut bool) -> Option<usize> {
+    let i = plain_run(b, i);
+    if b.get(i) == Some(&b'"') {
+        return Some(i);
+    }
+    scan_string_rest(b, i, escaped)
+}
+
+/// [`scan_string`] from an escape or a control character on.
+#[inline(never)]
+fn scan_string_rest(b: &[u8], mut i: usize, escaped: &mut bool) -> Option<usize> {
+    loop {
+        i = plain_run(b, i);
+        match *b.get(i)? {
+            b'"' => return Some(i),
+            b'\\' => {
+                *escaped = true;
+                match *b.get(i + 1)? {
+                    b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
+                    b'u' => {
+                        let hex = b.get(i + 2..i + 6)?;
+                        let mut n = 0u32;
+                        for &h in hex {
+                            n = n * 16 + char::from(h).to_digit(16)?;
+                        }
+                        if (0xD800..=0xDFFF).contains(&n) {
+                            return None;
+                        }
+                        i += 6;
+                    }
+                    _ => return None,
+                }
+            }
+            0x00..=0x1f => return None,
+            _ => i += 1,
+        }
+    }
+}
+
+/// Eight copies of a byte.
+const fn lanes(byte: u8) -> u64 {
+    u64::from_ne_bytes([byte; 8])
+}
+
+/// Skips from `i` the bytes a string holds as they are (not a quote, a
+/// backslash or a control character), eight at a time: the index of the
+/// first other byte (or the end).
+#[inline]
+fn plain_run(b: &[u8], mut i: usize) -> usize {
+    const HIGH: u64 = lanes(0x80);
+    while let Some(chunk) = b.get(i..i + 8) {
+        let Ok(chunk) = <[u8; 8]>::try_from(chunk) else {
+            break;
+        };
+        let word = u64::from_le_bytes(chunk);
+        // The high bit of a lane is set where the lane is below 0x20, a
+        // quote or a backslash; exact for the first such lane (a borrow
+        // only reaches lanes after it).
+        let below = |w: u64, n: u8| w.wrapping_sub(lanes(n)) & !w & HIGH;
+        let special =
+            below(word, 0x20) | below(word ^ lanes(b'"'), 1) | below(word ^ lanes(b'\\'), 1);
+        if special != 0 {
+            return i + (special.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while let Some(&c) = b.get(i) {
+        if c == b'"' || c == b'\\' || c < 0x20 {
+            break;
+        }
+        i += 1;
+    }
+    i
+}
+
+/// The number starting at `i`: where it ends, if it is one `serde_json`
+/// reads into a finite number without an exponent.
+fn scan_number(b: &[u8], mut i: usize) -> Option<usize> {
+    if b.get(i) == Some(&b'-') {
+        i += 1;
+    }
+    let start = i;
+    match *b.get(i)? {
+        b'0' => i += 1,
+        b'1'..=b'9' => {
+            while let Some(b'0'..=b'9') = b.get(i) {
+                i += 1;
+            }
+        }
+        _ => return None,
+    }
+    if i - start > MAX_INT_DIGITS {
+        return None;
+    }
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        let digits = i;
+        while let Some(b'0'..=b'9') = b.get(i) {
+            i += 1;
+        }
+        if i == digits {
+            return None;
+        }
+    }
+    match b.get(i) {
+        Some(b'0'..=b'9' | b'e' | b'E') => None,
+        _ => Some(i),
+    }
+}
+
+/// The object key starting at `i` (its opening quote), its colon and the
+/// whitespace around it: the index of the value after it.
+fn scan_key(b: &[u8], i: usize) -> Option<usize> {
+    if b.get(i) != Some(&b'"') {
+        return None;
+    }
+    let close = scan_string(b, i + 1, &mut false)?;
+    let i = skip_ws(b, close + 1);
+    if b.get(i) != Some(&b':') {
+        return None;
+    }
+    Some(skip_ws(b, i + 1))
+}
+
+/// The JSON value starting at `i` (no whitespace before it): where it
+/// ends, if `serde_json` builds it into a `Value` and it nests at most
+/// [`MAX_DEPTH`] levels; `None` if not, or not sure (see above). No
+/// recursion: open arrays and objects are bits of a `u128`.
+pub(crate) fn scan_value(b: &[u8], mut i: usize) -> Option<usize> {
+    // Bit k set: the container open at depth k + 1 is an object.
+    let mut objects: u128 = 0;
+    let mut depth = 0usize;
+    'value: loop {
+        match *b.get(i)? {
+            b'"' => i = scan_string(b, i + 1, &mut false)? + 1,
+            b'-' | b'0'..=b'9' => i = scan_number(b, i)?,
+            b't' => i = literal(b, i, b"true")?,
+            b'f' => i = literal(b, i, b"false")?,
+            b'n' => i = literal(b, i, b"null")?,
+            c @ (b'{' | b'[') => {
+                if depth == MAX_DEPTH {
+                    return None;
+                }
+                depth += 1;
+                let object = c == b'{';
+                objects = (objects << 1) | u128::from(object);
+                i = skip_ws(b, i + 1);
+                match (*b.get(i)?, object) {
+                    // Empty: closed below.
+                    (b'}', true) | (b']', false) => {}
+                    (_, true) => {
+                        i = scan_key(b, i)?;
+                        continue 'value;
+                    }
+                    (_, false) => continue 'value,
+                }
+            }
+            _ => return None,
+        }
+        // Past a value (or at the close of an empty container).
+        loop {
+            if depth == 0 {
+                return Some(i);
+            }
+            i = skip_ws(b, i);
+            match (*b.get(i)?, objects & 1 == 1) {
+                (b',', true) => {
+                    i = scan_key(b, skip_ws(b, i + 1))?;
+                    continue 'value;
+                }
+                (b',', false) => {
+                    i = skip_ws(b, i + 1);
+                    continue 'value;
+                }
+                (b'}', true) | (b']', false) => {
+                    i += 1;
+                    objects >>= 1;
+                    depth -= 1;
+                }
+                _ => return None,
+            }
+        }
+    }
+}
+
+/// The literal `word` at `i`: where it ends.
+fn literal(b: &[u8], i: usize, word: &[u8]) -> Option<usize> {
+    let end = i + word.len();
+    (b.get(i..end)? == word).then_some(end)
+}
+
 /// One value found under a key.
 #[derive(Debug)]
 pub(crate) enum Found<'b> {
@@ -124,33 +368,79 @@ pub(crate) enum Found<'b> {
 /// key is written twice); `Ok(None)` when it is absent or `args` is not an
 /// object. `Err` only if the text is not the valid JSON the params reader
 /// checked.
-pub(crate) fn get<'b>(args: &'b RawValue, key: &str) -> Result<Option<Found<'b>>, ()> {
+pub(crate) fn get<'b>(args: RawArgs<'b>, key: &str) -> Result<Option<Found<'b>>, ()> {
     let text = args.get();
     if !text.starts_with('{') {
         return Ok(None);
     }
-    let mut de = serde_json::Deserializer::from_str(text);
-    let raw = de.deserialize_map(Lookup { key }).map_err(|_| ())?;
-    let Some(raw) = raw else {
-        return Ok(None);
+    let found = match find(text.as_bytes(), key) {
+        Some(Some((start, end))) => text.get(start..end).ok_or(())?,
+        Some(None) => return Ok(None),
+        // An escaped key, or a value the one pass is not sure of: serde_json
+        // reads it.
+        None => {
+            let mut de = serde_json::Deserializer::from_str(text);
+            match de.deserialize_map(Lookup { key }).map_err(|_| ())? {
+                Some(raw) => raw.get(),
+                None => return Ok(None),
+            }
+        }
     };
-    let text = raw.get();
-    if text.starts_with('"') {
-        if let Ok(s) = serde_json::from_str::<&'b str>(text) {
+    if let Some(inner) = found.strip_prefix('"') {
+        let mut escaped = false;
+        if scan_string(inner.as_bytes(), 0, &mut escaped).is_some() && !escaped {
+            let s = inner.strip_suffix('"').ok_or(())?;
             return Ok(Some(Found::Str(Cow::Borrowed(s))));
         }
-        return serde_json::from_str::<String>(text)
+        return serde_json::from_str::<String>(found)
             .map(|s| Some(Found::Str(Cow::Owned(s))))
             .map_err(|_| ());
     }
-    serde_json::from_str::<Value>(text)
+    serde_json::from_str::<Value>(found)
         .map(|v| Some(Found::Json(v)))
         .map_err(|_| ())
 }
 
+/// Where the value of `key` is in the object text `b` (the last one if it
+/// is written twice), in one pass: `Some(None)` if absent, `None` if not
+/// sure (an escaped key, or see [`scan_value`]).
+fn find(b: &[u8], key: &str) -> Option<Option<(usize, usize)>> {
+    let mut found = None;
+    let mut i = skip_ws(b, b.first().filter(|&&c| c == b'{').map(|_| 1)?);
+    if b.get(i) == Some(&b'}') {
+        return Some(None);
+    }
+    loop {
+        if b.get(i) != Some(&b'"') {
+            return None;
+        }
+        let mut escaped = false;
+        let close = scan_string(b, i + 1, &mut escaped)?;
+        if escaped {
+            return None;
+        }
+        let same = b.get(i + 1..close)? == key.as_bytes();
+        i = skip_ws(b, close + 1);
+        if b.get(i) != Some(&b':') {
+            return None;
+        }
+        let start = skip_ws(b, i + 1);
+        let end = scan_value(b, start)?;
+        if same {
+            found = Some((start, end));
+        }
+        i = skip_ws(b, end);
+        match *b.get(i)? {
+            b',' => i = skip_ws(b, i + 1),
+            b'}' => return Some(found),
+            _ => return None,
+        }
+    }
+}
+
 /// The whole arguments object as a `Value` (for an observer, a host
 /// predicate, or a selector that does not start with a key).
-pub(crate) fn parse(args: &RawValue) -> Result<Value, ()> {
+pub(crate) fn parse(args: RawArgs<'_>) -> Result<Value, ()> {
     serde_json::from_str(args.get()).map_err(|_| ())
 }
 
@@ -205,13 +495,204 @@ impl<'de> Visitor<'de> for KeyIs<'_> {
     }
 }
 
+/// JSON-ish texts for the differential tests of the one-pass reader
+/// against `serde_json`: valid and invalid escapes (lone surrogates), big
+/// and malformed numbers, control characters, whitespace everywhere, keys
+/// written twice or escaped, deep nesting, then random edits.
+#[cfg(test)]
+pub(crate) mod texts {
+    use proptest::prelude::*;
+
+    /// Whitespace, JSON's and not.
+    pub fn ws() -> impl Strategy<Value = &'static str> {
+        prop_oneof![
+            80 => prop::sample::select(vec!["", "", " ", "\n\t", "\r "]),
+            1 => prop::sample::select(vec!["\u{a0}", "\u{c}"]),
+        ]
+    }
+
+    /// One of `good` mostly, one of `dubious` at times.
+    fn mostly(good: Vec<String>, dubious: Vec<String>) -> impl Strategy<Value = String> {
+        prop_oneof![
+            30 => prop::sample::select(good),
+            1 => prop::sample::select(dubious),
+        ]
+    }
+
+    fn owned(texts: &[&str]) -> Vec<String> {
+        texts.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// A string literal, or something close.
+    pub fn string() -> impl Strategy<Value = String> {
+        mostly(
+            owned(&[
+                r#""a""#,
+                r#""""#,
+                r#""é ✓""#,
+                r#""q\"r""#,
+                r#""\u0041\u00e9""#,
+                r#""\ud83d\ude00""#,
+                "\"del\u{7f}\"",
+                r#""\/\b\f\n\r\t\\""#,
+                r#""/srv/a/../b""#,
+                r#""a long string of more than eight bytes \" with a quote""#,
+            ]),
+            owned(&[
+                r#""\ud800""#,
+                r#""\udc00x""#,
+                r#""\ud800\u0041""#,
+                r#""\ud800\udbff""#,
+                r#""\x""#,
+                "\"tab\there\"",
+                "\"ctl\u{1}\"",
+                r#""\u00""#,
+                r#""\uZZZZ""#,
+                r#""\""#,
+                r#""unterminated"#,
+            ]),
+        )
+    }
+
+    /// A number, or something close.
+    pub fn number() -> impl Strategy<Value = String> {
+        let nines = |n: usize| "9".repeat(n);
+        mostly(
+            vec![
+                "0".to_string(),
+                "-0".to_string(),
+                "1.5".to_string(),
+                "1e5".to_string(),
+                "2e-400".to_string(),
+                "-12".to_string(),
+                "18446744073709551616".to_string(),
+                "-9223372036854775809".to_string(),
+                "0.12345678901234567890123456789".to_string(),
+                nines(300),
+                format!("-{}.{}", nines(300), nines(40)),
+                nines(301),
+            ],
+            vec![
+                "01".to_string(),
+                "1.".to_string(),
+                "-".to_string(),
+                "-a".to_string(),
+                "1E+400".to_string(),
+                ".5".to_string(),
+                "+1".to_string(),
+                nines(309),
+                format!("{}.5", nines(400)),
+            ],
+        )
+    }
+
+    /// A literal, or something close.
+    pub fn literal() -> impl Strategy<Value = String> {
+        mostly(
+            owned(&["true", "false", "null"]),
+            owned(&["nul", "tru", "nullx", "True"]),
+        )
+    }
+
+    /// A key: plain, escaped, or one the params reader looks for.
+    pub fn key() -> impl Strategy<Value = String> {
+        mostly(
+            owned(&[
+                r#""a""#,
+                r#""b""#,
+                r#""path""#,
+                r#""p\u0061th""#,
+                r#""name""#,
+                r#""n\u0061me""#,
+                r#""arguments""#,
+                r#""_meta""#,
+                r#""é""#,
+            ]),
+            owned(&[r#""\ud800""#, "\"k\u{1}\"", "a"]),
+        )
+    }
+
+    /// A value, or something close, with whitespace around its parts.
+    pub fn value() -> impl Strategy<Value = String> {
+        let leaf = prop_oneof![string(), number(), literal()];
+        leaf.prop_recursive(4, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec((ws(), inner.clone(), ws()), 0..4).prop_map(|v| {
+                    let items: Vec<String> = v
+                        .into_iter()
+                        .map(|(a, x, b)| format!("{a}{x}{b}"))
+                        .collect();
+                    format!("[{}]", items.join(","))
+                }),
+                prop::collection::vec((key(), ws(), inner), 0..4).prop_map(|kv| {
+                    let items: Vec<String> = kv
+                        .into_iter()
+                        .map(|(k, w, v)| format!("{k}{w}:{w}{v}"))
+                        .collect();
+                    format!("{{{}}}", items.join(","))
+                }),
+            ]
+        })
+    }
+
+    /// An object of `value`s (the arguments), nested up to 130 levels
+    /// deep at times.
+    pub fn object() -> impl Strategy<Value = String> {
+        (
+            prop::collection::vec((key(), ws(), value()), 0..5),
+            prop_oneof![12 => Just(0usize), 1 => 120usize..130],
+        )
+            .prop_map(|(kv, deep)| {
+                let mut items: Vec<String> = kv
+                    .into_iter()
+                    .map(|(k, w, v)| format!("{k}{w}:{w}{v}"))
+                    .collect();
+                if deep > 0 {
+                    items.push(format!(r#""d":{}1{}"#, "[".repeat(deep), "]".repeat(deep)));
+                }
+                format!("{{{}}}", items.join(" , "))
+            })
+    }
+
+    /// Random edits of a text: a byte deleted, or one of JSON's
+    /// punctuation inserted.
+    pub fn edited(text: impl Strategy<Value = String>) -> impl Strategy<Value = String> {
+        (
+            text,
+            prop_oneof![
+                3 => Just(Vec::new()),
+                1 => prop::collection::vec((any::<prop::sample::Index>(), 0usize..12), 1..3),
+            ],
+        )
+            .prop_map(|(text, edits)| {
+                let mut bytes = text.into_bytes();
+                for (at, op) in edits {
+                    if bytes.is_empty() {
+                        break;
+                    }
+                    let at = at.index(bytes.len());
+                    match op {
+                        0..=3 => {
+                            bytes.remove(at);
+                        }
+                        _ => bytes.insert(at, b"{}[],:\"\\e"[op - 4]),
+                    }
+                }
+                // Edits may split a character: keep the texts `&str`.
+                String::from_utf8_lossy(&bytes).into_owned()
+            })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn raw(text: &str) -> Box<RawValue> {
-        RawValue::from_string(text.to_string()).unwrap()
+    /// Arguments text, checked as the params reader checks it.
+    fn raw(text: &str) -> RawArgs<'_> {
+        check(text).unwrap();
+        RawArgs::checked(text)
     }
 
     fn as_value(found: Option<Found<'_>>) -> Option<Value> {
@@ -225,18 +706,18 @@ mod tests {
     fn finds_the_last_of_a_repeated_key_and_decodes_escapes() {
         let args = raw(r#"{"a":1,"p\u0061th":"/x","a":[2,{"b":"c"}],"s":"q\"r"}"#);
         assert_eq!(
-            as_value(get(&args, "a").unwrap()),
+            as_value(get(args, "a").unwrap()),
             Some(serde_json::json!([2, {"b": "c"}]))
         );
-        assert_eq!(as_value(get(&args, "path").unwrap()), Some("/x".into()));
+        assert_eq!(as_value(get(args, "path").unwrap()), Some("/x".into()));
         assert!(matches!(
-            get(&args, "path").unwrap(),
+            get(args, "path").unwrap(),
             Some(Found::Str(Cow::Borrowed("/x")))
         ));
-        assert_eq!(as_value(get(&args, "s").unwrap()), Some("q\"r".into()));
-        assert!(get(&args, "z").unwrap().is_none());
-        assert!(get(&raw("[1]"), "a").unwrap().is_none());
-        assert!(get(&raw("{}"), "a").unwrap().is_none());
+        assert_eq!(as_value(get(args, "s").unwrap()), Some("q\"r".into()));
+        assert!(get(args, "z").unwrap().is_none());
+        assert!(get(raw("[1]"), "a").unwrap().is_none());
+        assert!(get(raw("{}"), "a").unwrap().is_none());
     }
 
     #[test]
@@ -282,9 +763,89 @@ mod tests {
             let built: Value = serde_json::from_str(&text).unwrap();
             let args = raw(&text);
             for key in ["a", "b", "c", "aa", "ab", "bc", "cc", "d"] {
-                prop_assert_eq!(as_value(get(&args, key).unwrap()), built.get(key).cloned(), "{}", key);
+                prop_assert_eq!(as_value(get(args, key).unwrap()), built.get(key).cloned(), "{}", key);
             }
-            prop_assert_eq!(parse(&args).unwrap(), built);
+            prop_assert_eq!(parse(args).unwrap(), built);
         }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+
+        /// The one pass accepts only arguments `serde_json` builds (and
+        /// the old check accepts), ending where the value ends; keys read
+        /// from checked text are the built object's, however written.
+        #[test]
+        fn one_pass_agrees_with_serde_json(text in texts::edited(texts::object())) {
+            let scanned = scan_value(text.as_bytes(), 0);
+            let built = serde_json::from_str::<Value>(&text);
+            let checked = check(&text);
+            if scanned == Some(text.len()) {
+                prop_assert!(built.is_ok(), "{}", text);
+                prop_assert!(checked.is_ok(), "{}", text);
+            }
+            if let Some(end) = scanned {
+                prop_assert!(check(&text[..end]).is_ok(), "{}", text);
+            }
+            if let (Ok(built), Ok(())) = (built, checked) {
+                let args = RawArgs::checked(&text);
+                for key in ["a", "b", "path", "name", "é", "\u{fffd}", "d", "z"] {
+                    prop_assert_eq!(
+                        as_value(get(args, key).unwrap()),
+                        built.get(key).cloned(),
+                        "{} in {}", key, text
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn one_pass_is_sure_of_the_common_cases_only() {
+        let deep = |n: usize| format!(r#"{{"a":{}1{}}}"#, "[".repeat(n - 1), "]".repeat(n - 1));
+        for sure in [
+            r#"{"id":909,"query":"status:open"}"#,
+            "{ \"a\" :\t[ 1 , -0.5 , true , null , {} , [] ] ,\n\"b\":\"\\u00e9\\n\" }",
+            r#"{"s":"a long string, \"quoted\", past eight bytes","n":-0}"#,
+            r#"{"é":"✓","a":{"a":{"a":"a"}},"a":1}"#,
+            &deep(MAX_DEPTH),
+        ] {
+            assert_eq!(scan_value(sure.as_bytes(), 0), Some(sure.len()), "{sure}");
+            check(sure).unwrap();
+        }
+        for unsure in [
+            r#"{"a":1e5}"#,
+            r#"{"a":"\ud83d\ude00"}"#,
+            &format!(r#"{{"a":{}}}"#, "1".repeat(301)),
+            &deep(MAX_DEPTH + 1),
+        ] {
+            assert_eq!(scan_value(unsure.as_bytes(), 0), None, "{unsure}");
+        }
+        check(r#"{"a":1e5,"b":"\ud83d\ude00"}"#).unwrap();
+        check(&deep(MAX_DEPTH + 1)).unwrap_err();
+        for bad in [
+            r#"{"a":01}"#,
+            r#"{"a":"\ud800"}"#,
+            "{\"a\":\"\u{1}\"}",
+            r#"{"a":1,}"#,
+        ] {
+            assert_eq!(scan_value(bad.as_bytes(), 0), None, "{bad}");
+            check(bad).unwrap_err();
+        }
+    }
+
+    #[test]
+    fn plain_runs_stop_at_the_first_special_byte() {
+        let text = "abcdefgh\u{e9}ijklmnop\"qrstuvwxyz";
+        assert_eq!(plain_run(text.as_bytes(), 0), text.find('"').unwrap());
+        for special in ['"', '\\', '\u{0}', '\u{1f}'] {
+            for at in 0..20 {
+                let mut s = "x".repeat(20);
+                s.replace_range(at..=at, &special.to_string());
+                assert_eq!(plain_run(s.as_bytes(), 0), at, "{special:?} at {at}");
+                assert_eq!(plain_run(s.as_bytes(), at.min(3)), at);
+            }
+        }
+        assert_eq!(plain_run(b"\x7f\x80\xff ~!#[]", 0), 9);
     }
 }

@@ -1,7 +1,8 @@
 //! What a host asks about: one tool call, resource read or prompt get.
 
-use serde_json::value::RawValue;
 use serde_json::Value;
+
+use super::raw_args::RawArgs;
 
 use crate::fingerprint::ToolApproval;
 use crate::syntax::TargetKind;
@@ -53,7 +54,7 @@ pub struct Request<'a> {
     /// The arguments as JSON text, when the request was built from the
     /// wire ([`crate::ToolCallParams::request`]) and `args` is `None`:
     /// conditions read the keys they name from it.
-    pub(crate) raw_args: Option<&'a RawValue>,
+    pub(crate) raw_args: Option<RawArgs<'a>>,
     /// The tool's MCP `annotations` object (`readOnlyHint`, ...).
     pub annotations: Option<&'a Value>,
     /// Server ids whose output is already in the model's context.
@@ -125,7 +126,7 @@ impl<'a> Request<'a> {
 
     /// The call's arguments as JSON text, read key by key as conditions
     /// name them (already checked: valid JSON, not nested too deep).
-    pub(crate) fn with_raw_args(mut self, args: &'a RawValue) -> Self {
+    pub(crate) fn with_raw_args(mut self, args: RawArgs<'a>) -> Self {
         self.args = None;
         self.raw_args = Some(args);
         self

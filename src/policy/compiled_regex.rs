@@ -133,6 +133,19 @@ impl CompiledRegex {
         }
     }
 
+    /// The glob this regex is the same test as, for a literal anchored at
+    /// one end or both (`/^lit/` is `lit*`, `/lit$/` is `*lit`, `/^lit$/`
+    /// is `lit`); the index files such a regex as that glob.
+    pub fn as_glob(&self) -> Option<super::glob::Glob> {
+        use super::glob::Glob;
+        match &self.engine {
+            Engine::Plain(Plain::Equal(l)) => Some(Glob::Literal(Arc::from(&**l))),
+            Engine::Plain(Plain::Prefix(l)) => Some(Glob::Prefix(Arc::from(&**l))),
+            Engine::Plain(Plain::Suffix(l)) => Some(Glob::Suffix(Arc::from(&**l))),
+            _ => None,
+        }
+    }
+
     pub fn is_match(&self, text: &str) -> bool {
         match &self.engine {
             Engine::Plain(plain) => plain.is_match(text),

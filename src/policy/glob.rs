@@ -79,8 +79,8 @@ impl Glob {
     /// loose target; borrowed when folding changes nothing. Folding maps
     /// each character to one character and leaves `*` and `?` as they
     /// are, so the shape does not change. (The compiler folds a segment's
-    /// text before making it a glob; the tests check the two agree.)
-    #[cfg(test)]
+    /// text before making it a glob; the tests check the two agree. The
+    /// index folds the glob a literal regex stands for with it.)
     pub fn folded(&self) -> std::borrow::Cow<'_, Glob> {
         use super::names::fold;
         use std::borrow::Cow;
@@ -156,18 +156,29 @@ pub fn same(a: &[u8], b: &[u8]) -> bool {
 /// `text.starts_with(prefix)`, through [`same`].
 #[inline]
 pub fn starts_with(text: &str, prefix: &str) -> bool {
-    text.as_bytes()
-        .get(..prefix.len())
-        .is_some_and(|head| same(head, prefix.as_bytes()))
+    starts_with_bytes(text.as_bytes(), prefix.as_bytes())
 }
 
 /// `text.ends_with(suffix)`, through [`same`].
 #[inline]
 pub fn ends_with(text: &str, suffix: &str) -> bool {
+    ends_with_bytes(text.as_bytes(), suffix.as_bytes())
+}
+
+/// [`starts_with`] on bytes.
+#[inline]
+pub fn starts_with_bytes(text: &[u8], prefix: &[u8]) -> bool {
+    text.get(..prefix.len())
+        .is_some_and(|head| same(head, prefix))
+}
+
+/// [`ends_with`] on bytes.
+#[inline]
+pub fn ends_with_bytes(text: &[u8], suffix: &[u8]) -> bool {
     text.len()
         .checked_sub(suffix.len())
-        .and_then(|at| text.as_bytes().get(at..))
-        .is_some_and(|tail| same(tail, suffix.as_bytes()))
+        .and_then(|at| text.get(at..))
+        .is_some_and(|tail| same(tail, suffix))
 }
 
 /// Wildcard matching with one back-track point: on a mismatch the last `*`

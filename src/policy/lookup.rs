@@ -23,13 +23,16 @@
 //! character to one character, so a name that matches exactly also matches
 //! folded: the folded tables never miss an exact match.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
+use hashbrown::HashTable;
 use smallvec::SmallVec;
 
-use super::glob::Glob;
+use super::glob::{same, Glob};
+use super::names::text;
 use super::CompiledRegex;
 
 /// A fast, non-cryptographic string hasher (the Fx hash of rustc and
@@ -83,7 +86,8 @@ impl Hasher for FxHasher {
     }
 }
 
-/// A hash map hashed with [`FxHasher`].
+/// A hash map hashed with [`FxHasher`] (the old index, kept as the tests' oracle).
+#[cfg(test)]
 pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 /// [`FxHasher`] with its high bits, which its multiplications mix well,
@@ -116,6 +120,16 @@ impl Hasher for MixedHasher {
     fn finish(&self) -> u64 {
         self.0.finish().rotate_left(26)
     }
+}
+
+/// The hash the decision tables file a name under: its bytes by
+/// [`MixedHasher`] (the tables are looked up by a request's folded bytes,
+/// without making them text).
+#[inline]
+fn text_hash(bytes: &[u8]) -> u64 {
+    let mut hasher = MixedHasher::default();
+    hasher.write(bytes);
+    hasher.finish()
 }
 
 /// A hash map hashed with [`MixedHasher`], for building.
@@ -243,9 +257,9 @@ pub struct Query<'q> {
     pub server: &'q str,
     /// The name as sent (a resource's normalized URI).
     pub name: &'q str,
-    /// Both folded.
-    pub folded_server: &'q str,
-    pub folded_name: &'q str,
+    /// Both folded (UTF-8: see [`super::names::text`]).
+    pub folded_server: &'q [u8],
+    pub folded_name: &'q [u8],
     /// Folding left both names as they are.
     pub unfolded: bool,
 }
@@ -373,13 +387,13 @@ impl<T> Affixes<T> {
 
     /// Calls `each` with the value of every key `text` starts (ends) with.
     #[inline]
-    fn each<'s>(&'s self, text: &str, mut each: impl FnMut(&'s T)) {
+    fn each<'s>(&'s self, text: &[u8], mut each: impl FnMut(&'s T)) {
         if self.entries.len() <= LINEAR_AFFIXES {
             // A few keys: comparing each is cheaper than searching.
             for e in &self.entries {
                 let hit = match self.end {
-                    End::Start => super::glob::starts_with(text, &e.key),
-                    End::End => super::glob::ends_with(text, &e.key),
+                    End::Start => super::glob::starts_with_bytes(text, e.key.as_bytes()),
+                    End::End => super::glob::ends_with_bytes(text, e.key.as_bytes()),
                 };
                 if hit {
                     each(&e.value);
@@ -387,7 +401,6 @@ impl<T> Affixes<T> {
             }
             return;
         }
-        let text = text.as_bytes();
         let end = self.end;
         let after = self
             .entries
@@ -423,7 +436,8 @@ struct Literal {
 /// (folded).
 #[derive(Debug, Clone)]
 struct Table {
-    literal: FastMap<Arc<str>, Literal>,
+    /// Literal names, hashed by [`text_hash`] (looked up by folded bytes).
+    literal: HashTable<(Arc<str>, Literal)>,
     prefixes: Affixes<CandList>,
     suffixes: Affixes<CandList>,
     all: Vec<Cand>,
@@ -434,6 +448,10 @@ struct Table {
     /// The any-server and matching server-glob tables are merged in: this
     /// table alone holds every candidate of its server.
     shared: bool,
+    /// The server ids, as written, that fold to this table's server and
+    /// that the policy trusts (`trusted "..."`): the search that finds the
+    /// table answers that too, without a look-up of its own.
+    trusted: Vec<Box<str>>,
     /// While building: the literal names' candidates as filed, moved
     /// into `literal` (sized once) by `freeze`.
     pending: Vec<(Arc<str>, Cand)>,
@@ -442,13 +460,14 @@ struct Table {
 impl Default for Table {
     fn default() -> Self {
         Table {
-            literal: FastMap::default(),
+            literal: HashTable::new(),
             prefixes: Affixes::new(End::Start),
             suffixes: Affixes::new(End::End),
             all: Vec::new(),
             globs: Vec::new(),
             regexes: Vec::new(),
             shared: false,
+            trusted: Vec::new(),
             pending: Vec::new(),
         }
     }
@@ -457,7 +476,17 @@ impl Default for Table {
 impl Table {
     fn insert(&mut self, name: &NameMatcher, loose: bool, cand: Cand) {
         match name {
-            NameMatcher::Regex(re) => self.regexes.push((re.clone(), loose, cand)),
+            NameMatcher::Regex(re) => match re.as_glob() {
+                // A loose regex matches the name as sent or folded. When
+                // its literal is one folding leaves as it is, that is the
+                // folded name passing the same test (folding maps each
+                // character to one, so a name that starts, ends or is the
+                // literal still does folded): the glob, filed as any other.
+                Some(glob) if loose && matches!(glob.folded(), Cow::Borrowed(_)) => {
+                    self.insert_glob(&glob, cand)
+                }
+                _ => self.regexes.push((re.clone(), loose, cand)),
+            },
             NameMatcher::Glob(glob) => self.insert_glob(glob, cand),
         }
     }
@@ -508,9 +537,15 @@ impl Table {
         // Sized once for every name filed (a name filed twice leaves a
         // little room unused).
         let pending = std::mem::take(&mut self.pending);
-        self.literal.reserve(pending.len());
+        let rehash = |(key, _): &(Arc<str>, Literal)| text_hash(key.as_bytes());
+        self.literal.reserve(pending.len(), rehash);
         for (name, cand) in pending {
-            self.literal.entry(name).or_default().cands.push(cand);
+            let hash = text_hash(name.as_bytes());
+            let entry = self
+                .literal
+                .entry(hash, |(key, _)| *key == name, rehash)
+                .or_insert_with(|| (name, Literal::default()));
+            entry.into_mut().1.cands.push(cand);
         }
         // Every source of candidates in file order, so that a request
         // served by one of them needs no sort.
@@ -526,10 +561,10 @@ impl Table {
         let (prefixes, suffixes, all, globs) =
             (&self.prefixes, &self.suffixes, &self.all, &self.globs);
         let mut more: Vec<Cand> = Vec::new();
-        for (name, entry) in self.literal.iter_mut() {
+        for (name, entry) in self.literal.iter_mut().map(|(n, e)| (&*n, e)) {
             more.clear();
-            prefixes.each(name, |c| more.extend_from_slice(c));
-            suffixes.each(name, |c| more.extend_from_slice(c));
+            prefixes.each(name.as_bytes(), |c| more.extend_from_slice(c));
+            suffixes.each(name.as_bytes(), |c| more.extend_from_slice(c));
             more.extend_from_slice(all);
             more.extend(
                 globs
@@ -571,8 +606,11 @@ impl Table {
                 extend(out, cands);
             }
         };
-        let complete = match self.literal.get(name) {
-            Some(entry) => {
+        let found = self
+            .literal
+            .find(text_hash(name), |(key, _)| same(key.as_bytes(), name));
+        let complete = match found {
+            Some((_, entry)) => {
                 add(out, &entry.cands);
                 entry.complete
             }
@@ -583,13 +621,16 @@ impl Table {
             self.suffixes.each(name, |c| add(out, c));
             add(out, &self.all);
             for (glob, cand) in &self.globs {
-                if glob.matches(name) {
+                if glob.matches(text(name)) {
                     add(out, std::slice::from_ref(cand));
                 }
             }
         }
         for (re, loose, cand) in &self.regexes {
-            if !*loose || re.is_match(q.name) || (q.name != name && re.is_match(name)) {
+            if !*loose
+                || re.is_match(q.name)
+                || (q.name.as_bytes() != name && re.is_match(text(name)))
+            {
                 add(out, std::slice::from_ref(cand));
             }
         }
@@ -601,7 +642,7 @@ impl Table {
 /// of the `tools {}` block: exclude as list 0, include as list 2).
 #[derive(Debug, Clone)]
 pub struct Lookup {
-    servers: FastMap<Arc<str>, Table>,
+    servers: HashTable<(Arc<str>, Table)>,
     any: Table,
     server_prefixes: Affixes<Table>,
     server_suffixes: Affixes<Table>,
@@ -625,7 +666,7 @@ pub struct Lookup {
 impl Default for Lookup {
     fn default() -> Self {
         Lookup {
-            servers: FastMap::default(),
+            servers: HashTable::new(),
             any: Table::default(),
             server_prefixes: Affixes::new(End::Start),
             server_suffixes: Affixes::new(End::End),
@@ -708,7 +749,13 @@ impl Lookup {
         if let Some(table) = self.table(&folded.server) {
             match (&folded.name, &target.name) {
                 (Some(glob), _) => table.insert_glob(glob, cand),
-                (None, NameMatcher::Regex(re)) => table.regexes.push((re.clone(), false, cand)),
+                // A literal regex anchored at an end: filed as its glob
+                // folded (a name it matches matches that folded), and
+                // checked as written.
+                (None, NameMatcher::Regex(re)) => match re.as_glob() {
+                    Some(glob) => table.insert_glob(&glob.folded(), cand),
+                    None => table.regexes.push((re.clone(), false, cand)),
+                },
                 (None, NameMatcher::Glob(_)) => {}
             }
         }
@@ -760,10 +807,13 @@ impl Lookup {
         self.server_suffixes.freeze();
         self.merge_shared();
         let building = std::mem::take(&mut self.building);
-        self.servers.reserve(building.len());
+        let rehash = |(key, _): &(Arc<str>, Table)| text_hash(key.as_bytes());
+        self.servers.reserve(building.len(), rehash);
         for (server, mut table) in building {
             table.freeze();
-            self.servers.insert(server, table);
+            // Each server once: `building` holds each literal server once.
+            self.servers
+                .insert_unique(text_hash(server.as_bytes()), (server, table), rehash);
         }
         self.any.freeze();
         for e in &mut self.server_prefixes.entries {
@@ -797,8 +847,8 @@ impl Lookup {
             if !any.is_empty() {
                 shared.push(any);
             }
-            server_prefixes.each(server, |t| shared.push(t));
-            server_suffixes.each(server, |t| shared.push(t));
+            server_prefixes.each(server.as_bytes(), |t| shared.push(t));
+            server_suffixes.each(server.as_bytes(), |t| shared.push(t));
             shared.extend(
                 server_globs
                     .iter()
@@ -815,6 +865,16 @@ impl Lookup {
         }
     }
 
+    /// Notes that the policy trusts server `id` (exactly as written): the
+    /// table of its folded id is made if it has none, so that a server with
+    /// no table is one the policy does not trust. Before [`Lookup::freeze`].
+    pub fn trust(&mut self, id: &str) {
+        let folded = Glob::Literal(Arc::from(super::names::fold(id).as_ref()));
+        if let Some(table) = self.table(&folded) {
+            table.trusted.push(Box::from(id));
+        }
+    }
+
     /// Whether list `list` has no target.
     pub fn list_is_empty(&self, list: usize) -> bool {
         self.counts.get(list).is_none_or(|&n| n == 0)
@@ -823,16 +883,25 @@ impl Lookup {
     /// Every rule of any list with a target that may name the request, in
     /// file order (deny, ask, allow); a rule may appear more than once (one
     /// entry per target), and an allow entry still has to pass
-    /// [`Lookup::admits`].
+    /// [`Lookup::admits`]. Returns whether the server, as sent, is one that
+    /// [`Lookup::trust`] was told of.
     #[inline]
-    pub fn candidates(&self, q: &Query<'_>, out: &mut Cands) {
-        if let Some(table) = self.servers.get(q.folded_server) {
+    pub fn candidates(&self, q: &Query<'_>, out: &mut Cands) -> bool {
+        let mut trusted = false;
+        let found = self.servers.find(text_hash(q.folded_server), |(key, _)| {
+            same(key.as_bytes(), q.folded_server)
+        });
+        if let Some((_, table)) = found {
+            trusted = table
+                .trusted
+                .iter()
+                .any(|id| super::glob::same(id.as_bytes(), q.server.as_bytes()));
             let in_order = table.collect(q, out);
             if table.shared {
                 if !in_order && out.len() > 1 {
                     out.sort_unstable_by_key(|c| c.key);
                 }
-                return;
+                return trusted;
             }
         }
         if !self.any.is_empty() {
@@ -845,13 +914,14 @@ impl Lookup {
             t.collect(q, out);
         });
         for (glob, table) in &self.server_globs {
-            if glob.matches(q.folded_server) {
+            if glob.matches(text(q.folded_server)) {
                 table.collect(q, out);
             }
         }
         if out.len() > 1 {
             out.sort_unstable_by_key(|c| c.key);
         }
+        trusted
     }
 
     /// Whether candidate `cand` matches the names as sent: always for a
@@ -945,8 +1015,8 @@ mod tests {
         let q = Query {
             server,
             name,
-            folded_server: &fs,
-            folded_name: &fname,
+            folded_server: fs.as_bytes(),
+            folded_name: fname.as_bytes(),
             unfolded: fs == server && fname == name,
         };
         let mut cands = Cands::new();
@@ -984,7 +1054,7 @@ mod tests {
     fn spec() -> impl Strategy<Value = Spec> {
         let name = prop_oneof![
             6 => segment().prop_map(Ok),
-            1 => prop::sample::select(vec!["^a", "b$", "^a_b$", "(?i)^A", "_", "^a.b"]).prop_map(Err),
+            1 => prop::sample::select(vec!["^a", "b$", "^a_b$", "(?i)^A", "_", "^a.b", "^A", "-$", "^a-b$", "^$"]).prop_map(Err),
         ];
         (0..3usize, 0..6u32, segment(), name)
     }
@@ -1037,7 +1107,7 @@ mod tests {
                 "", "a", "abcdef", "abdx", "ac", "b", "ba", "c", "abc", "ab12x", "ab3",
             ] {
                 let mut got: Vec<u32> = Vec::new();
-                set.each(text, |v| got.push(*v));
+                set.each(text.as_bytes(), |v| got.push(*v));
                 got.sort_unstable();
                 let want: Vec<u32> = (0..keys.len() as u32)
                     .filter(|&i| text.starts_with(keys[i as usize]))
@@ -1051,7 +1121,7 @@ mod tests {
             set.freeze();
             for text in ["", "xab", "cba", "dcba", "bcd", "xabcd", "b", "xab12"] {
                 let mut got: Vec<u32> = Vec::new();
-                set.each(text, |v| got.push(*v));
+                set.each(text.as_bytes(), |v| got.push(*v));
                 got.sort_unstable();
                 let want: Vec<u32> = (0..keys.len() as u32)
                     .filter(|&i| text.ends_with(keys[i as usize]))
@@ -1072,8 +1142,8 @@ mod tests {
         let q = Query {
             server: "s",
             name: "t",
-            folded_server: "s",
-            folded_name: "t",
+            folded_server: b"s",
+            folded_name: b"t",
             unfolded: true,
         };
         let mut cands = Cands::new();

@@ -207,12 +207,17 @@ impl Policy {
 
     /// Whether the visibility filter shows a tool to the model.
     pub fn is_visible(&self, server: &str, tool: &str) -> bool {
-        let (fs, ft) = (names::fold_name(server), names::fold_name(tool));
+        let mut bufs = [[0; 64]; 2];
+        let [server_buf, tool_buf] = &mut bufs;
+        let (fs, ft) = (
+            names::fold_name(server, server_buf),
+            names::fold_name(tool, tool_buf),
+        );
         let query = Query {
             server,
             name: tool,
-            folded_server: &fs,
-            folded_name: &ft,
+            folded_server: fs.bytes(),
+            folded_name: ft.bytes(),
             unfolded: fs.is_unchanged() && ft.is_unchanged(),
         };
         let mut hits = Hits::new();

@@ -46,15 +46,20 @@ fn is_folded(name: &str) -> bool {
 /// Names up to this many bytes fold on the stack.
 const INLINE: usize = 64;
 
+/// Room on the stack for one folded name (see [`fold_name`]).
+pub type FoldBuf = [u8; INLINE];
+
 /// A folded request name. Deciding folds the server and tool names of
 /// every request; this keeps that free of allocation unless a name is
-/// longer than 64 bytes or not ASCII.
+/// longer than 64 bytes or not ASCII. The index reads the folded bytes
+/// (hashing and comparing them); only the few patterns that need the
+/// folded name as text (general globs, regexes) check them as UTF-8.
 #[derive(Debug, Clone)]
 pub enum Folded<'a> {
     /// Already folded: the name itself.
     Borrowed(&'a str),
-    /// Folded into a buffer on the stack (ASCII only).
-    Inline { buf: [u8; INLINE], len: usize },
+    /// Folded into the caller's buffer on the stack (ASCII only).
+    Inline(&'a [u8]),
     /// Long or non-ASCII names.
     Owned(String),
 }
@@ -65,14 +70,31 @@ impl Folded<'_> {
         matches!(self, Folded::Borrowed(_))
     }
 
+    /// The folded name's bytes.
+    #[inline]
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            Folded::Borrowed(s) => s.as_bytes(),
+            Folded::Inline(b) => b,
+            Folded::Owned(s) => s.as_bytes(),
+        }
+    }
+
     pub fn as_str(&self) -> &str {
         match self {
             Folded::Borrowed(s) => s,
             // ASCII bytes: always valid UTF-8.
-            Folded::Inline { buf, len } => std::str::from_utf8(&buf[..*len]).unwrap_or_default(),
+            Folded::Inline(b) => text(b),
             Folded::Owned(s) => s,
         }
     }
+}
+
+/// Folded bytes as text: a folded name is UTF-8 (ASCII folds to ASCII,
+/// anything else is folded as text), so this never gives the fallback.
+#[inline]
+pub fn text(folded: &[u8]) -> &str {
+    std::str::from_utf8(folded).unwrap_or_default()
 }
 
 impl Deref for Folded<'_> {
@@ -83,68 +105,81 @@ impl Deref for Folded<'_> {
     }
 }
 
-/// Folds like [`fold`], without allocating for short ASCII names.
-#[inline]
-pub fn fold_name(name: &str) -> Folded<'_> {
+/// Folds like [`fold`], without allocating for short ASCII names: those
+/// fold into `buf`.
+#[inline(always)]
+pub fn fold_name<'a>(name: &'a str, buf: &'a mut FoldBuf) -> Folded<'a> {
     let bytes = name.as_bytes();
-    // The smallest buffer that holds the name: most names fit in 16 or 32
-    // bytes, and a fixed-size pass over a small buffer is a few vector
-    // operations.
-    let inline = match bytes.len() {
-        0..=16 => fold_fixed::<16>(bytes),
-        17..=32 => fold_fixed::<32>(bytes),
-        33..=INLINE => fold_fixed::<INLINE>(bytes),
-        _ => None,
-    };
-    match inline {
-        Some(None) => Folded::Borrowed(name),
-        Some(Some(buf)) => Folded::Inline {
-            buf,
-            len: bytes.len(),
+    match fold_ascii_into(bytes, buf) {
+        Some(false) => Folded::Borrowed(name),
+        Some(true) => match buf.get(..bytes.len()) {
+            Some(folded) => Folded::Inline(folded),
+            None => owned(name),
         },
-        None => match fold(name) {
-            std::borrow::Cow::Borrowed(same) => Folded::Borrowed(same),
-            std::borrow::Cow::Owned(folded) => Folded::Owned(folded),
-        },
+        None => owned(name),
     }
 }
 
-/// Folds an ASCII name of at most `N` bytes in one pass over an `N`-byte
-/// buffer (the zeros after the name fold to zeros): `Some(None)` when
-/// folding changes nothing, `Some(Some(folded))` when it does, `None` for
-/// a name with a byte past ASCII.
-#[inline]
-fn fold_fixed<const N: usize>(bytes: &[u8]) -> Option<Option<[u8; INLINE]>> {
-    let mut buf = [0u8; N];
-    buf.get_mut(..bytes.len())?.copy_from_slice(bytes);
-    let (mut diff, mut high) = (0u8, 0u8);
-    for b in &mut buf {
-        let f = fold_ascii(*b);
-        diff |= f ^ *b;
-        high |= *b;
-        *b = f;
-    }
-    if high >= 0x80 {
+const ONES: u64 = u64::from_le_bytes([1; 8]);
+const HIGH: u64 = ONES * 0x80;
+
+/// Folds the eight ASCII bytes of `w` at once: `(folded, changed)`, where
+/// `changed` has a high bit set for each byte folding changed. Each byte
+/// is tested for a range by adding to it: with no high bit set in `w` no
+/// addition carries into the next byte.
+#[inline(always)]
+fn fold_word(w: u64) -> (u64, u64) {
+    let upper = w.wrapping_add(ONES * (0x80 - b'A' as u64))
+        & !w.wrapping_add(ONES * (0x80 - b'Z' as u64 - 1))
+        & HIGH;
+    let punct = w.wrapping_add(ONES * (0x80 - b'-' as u64))
+        & !w.wrapping_add(ONES * (0x80 - b'.' as u64 - 1))
+        & HIGH;
+    // 0xff in each byte that is `-` or `.`.
+    let mask = (punct >> 7).wrapping_mul(0xff);
+    let folded = (w.wrapping_add(upper >> 2) & !mask) | ((ONES * u64::from(b'_')) & mask);
+    (folded, upper | punct)
+}
+
+/// Folds an ASCII name of at most 64 bytes into `out`, eight bytes at a
+/// time (the last eight overlapping the ones before: no partial word is
+/// copied): `Some(false)` when folding changes nothing, `Some(true)` when
+/// it does, `None` for a longer name or one with a byte past ASCII.
+#[inline(always)]
+fn fold_ascii_into(bytes: &[u8], out: &mut FoldBuf) -> Option<bool> {
+    let n = bytes.len();
+    if n > INLINE {
         return None;
     }
-    if diff == 0 {
-        return Some(None);
+    if n < 8 {
+        // One word, zero-padded (a zero byte folds to itself).
+        let w = bytes
+            .iter()
+            .rev()
+            .fold(0u64, |w, &b| (w << 8) | u64::from(b));
+        let (folded, diff) = fold_word(w);
+        out.get_mut(..8)?.copy_from_slice(&folded.to_le_bytes());
+        return (w & HIGH == 0).then_some(diff != 0);
     }
-    let mut out = [0u8; INLINE];
-    out.get_mut(..N)?.copy_from_slice(&buf);
-    Some(Some(out))
+    let (mut changed, mut high) = (0u64, 0u64);
+    let mut at = 0;
+    while at < n {
+        let start = at.min(n - 8);
+        let w = u64::from_le_bytes(*bytes.get(start..)?.first_chunk::<8>()?);
+        let (folded, diff) = fold_word(w);
+        changed |= diff;
+        high |= w;
+        out.get_mut(start..start + 8)?
+            .copy_from_slice(&folded.to_le_bytes());
+        at += 8;
+    }
+    (high & HIGH == 0).then_some(changed != 0)
 }
 
-/// Folds one ASCII byte, without branches (so a name folds a vector of
-/// bytes at a time).
-#[inline]
-fn fold_ascii(b: u8) -> u8 {
-    let upper = u8::from(b.wrapping_sub(b'A') < 26);
-    let punct = b == b'-' || b == b'.';
-    if punct {
-        b'_'
-    } else {
-        b | (upper << 5)
+fn owned(name: &str) -> Folded<'_> {
+    match fold(name) {
+        Cow::Borrowed(same) => Folded::Borrowed(same),
+        Cow::Owned(folded) => Folded::Owned(folded),
     }
 }
 
@@ -156,7 +191,8 @@ mod tests {
     proptest! {
         #[test]
         fn fold_name_agrees_with_fold_on_any_text(name in "[ -~]{0,70}|.{0,10}") {
-            let folded = fold_name(&name);
+            let mut buf = [0; 64];
+            let folded = fold_name(&name, &mut buf);
             prop_assert_eq!(folded.as_str(), fold(&name));
         }
     }
@@ -173,11 +209,18 @@ mod tests {
             "",
             &long,
         ] {
-            assert_eq!(fold_name(name).as_str(), fold(name), "{name}");
+            assert_eq!(fold_name(name, &mut [0; 64]).as_str(), fold(name), "{name}");
         }
-        assert!(matches!(fold_name("get_user"), Folded::Borrowed(_)));
-        assert!(matches!(fold_name("Get-User"), Folded::Inline { .. }));
-        assert!(matches!(fold_name(&long), Folded::Owned(_)));
+        let mut buf = [0; 64];
+        assert!(matches!(
+            fold_name("get_user", &mut buf),
+            Folded::Borrowed(_)
+        ));
+        assert!(matches!(
+            fold_name("Get-User", &mut buf),
+            Folded::Inline(..)
+        ));
+        assert!(matches!(fold_name(&long, &mut buf), Folded::Owned(_)));
     }
 
     #[test]
@@ -195,7 +238,28 @@ mod tests {
     fn every_ascii_byte_folds_as_fold_does() {
         for b in 0u8..128 {
             let c = char::from(b).to_string();
-            assert_eq!(fold_name(&c).as_str(), fold(&c), "{b}");
+            assert_eq!(fold_name(&c, &mut [0; 64]).as_str(), fold(&c), "{b}");
+        }
+    }
+
+    /// The word-at-a-time fold, at every length it runs at and every
+    /// position in the word (the last word overlaps the one before).
+    #[test]
+    fn every_ascii_byte_folds_as_fold_does_in_a_word() {
+        for len in [8, 9, 12, 15, 16, 17, 31, 33, 63, 64] {
+            for at in 0..len {
+                for b in 0u8..128 {
+                    let mut name = vec![b'x'; len];
+                    name[at] = b;
+                    name[len - 1 - at] = b'Z';
+                    let name = String::from_utf8(name).unwrap();
+                    assert_eq!(
+                        fold_name(&name, &mut [0; 64]).as_str(),
+                        fold(&name),
+                        "{name:?}"
+                    );
+                }
+            }
         }
     }
 

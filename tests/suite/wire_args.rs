@@ -54,10 +54,17 @@ fn value() -> impl Strategy<Value = String> {
             "11",
             "10.5",
             "-1",
+            "-0",
             "1e400",
-            "18446744073709551616"
+            "1.1e1",
+            "2E-400",
+            "18446744073709551616",
+            "0.30000000000000004441",
         ])
         .prop_map(String::from),
+        // Past what an f64 holds, or just within it.
+        prop::sample::select(vec![300usize, 308, 309, 400])
+            .prop_map(|n| format!("1{}", "0".repeat(n))),
         prop::sample::select(vec![
             r#""safe""#,
             r#""x""#,
@@ -70,18 +77,30 @@ fn value() -> impl Strategy<Value = String> {
             r#""a""#,
             r#""b""#,
             r#""k""#,
+            // Surrogate pairs decode; a lone surrogate does not build.
+            r#""\ud83d\ude00""#,
+            r#""\ud800""#,
+            r#""x\udc00""#,
+            r#""\u002fsrv\u002fa""#,
+            r#""tab\there é""#,
         ])
         .prop_map(String::from),
     ];
     leaf.prop_recursive(3, 12, 3, |inner| {
         prop_oneof![
-            prop::collection::vec(inner.clone(), 0..3).prop_map(|v| format!("[{}]", v.join(","))),
-            prop::collection::vec((key(), inner), 0..3).prop_map(|kv| {
-                let body: Vec<String> = kv.iter().map(|(k, v)| format!("{k}:{v}")).collect();
-                format!("{{{}}}", body.join(","))
+            (prop::collection::vec(inner.clone(), 0..3), ws())
+                .prop_map(|(v, w)| format!("[{w}{}{w}]", v.join(&format!("{w},{w}")))),
+            (prop::collection::vec((key(), inner), 0..3), ws()).prop_map(|(kv, w)| {
+                let body: Vec<String> = kv.iter().map(|(k, v)| format!("{k}{w}:{w}{v}")).collect();
+                format!("{{{w}{}{w}}}", body.join(","))
             }),
         ]
     })
+}
+
+/// JSON's whitespace.
+fn ws() -> impl Strategy<Value = &'static str> {
+    prop::sample::select(vec!["", "", " ", "\n", "\t ", "\r\n  "])
 }
 
 /// A key as JSON text: the keys the policy reads, some escaped.
@@ -106,24 +125,37 @@ fn key() -> impl Strategy<Value = String> {
     .prop_map(String::from)
 }
 
-/// An arguments object as JSON text, keys possibly repeated.
+/// An arguments object as JSON text, keys possibly repeated, sometimes
+/// nested deep (past the bound at times).
 fn arguments() -> impl Strategy<Value = String> {
-    prop::collection::vec((key(), value()), 0..6).prop_map(|kv| {
-        let body: Vec<String> = kv.iter().map(|(k, v)| format!("{k} : {v}")).collect();
-        format!("{{ {} }}", body.join(", "))
-    })
+    (
+        prop::collection::vec((key(), value(), ws()), 0..6),
+        prop_oneof![8 => Just(0usize), 1 => 124usize..128],
+    )
+        .prop_map(|(kv, deep)| {
+            let mut body: Vec<String> = kv
+                .iter()
+                .map(|(k, v, w)| format!("{w}{k}{w}:{w}{v}{w}"))
+                .collect();
+            if deep > 0 {
+                body.push(format!(r#""a":{}2{}"#, "[".repeat(deep), "]".repeat(deep)));
+            }
+            format!("{{ {} }}", body.join(", "))
+        })
 }
 
 /// The decision and the explanation of the call both ways.
 fn both_ways(p: &Policy, server: &str, tool: &str, args: &str) -> Result<(), TestCaseError> {
     let bytes = format!(r#"{{"name":"{tool}","arguments":{args}}}"#);
     let read = ToolCallParams::from_json(bytes.as_bytes());
-    // Arguments serde_json would not build (a number out of range) are
-    // refused when read, as they were when the params were built whole.
-    let Ok(built) = serde_json::from_str::<Value>(args) else {
+    // Arguments serde_json would not build in the params (a number out of
+    // range, a lone surrogate, too deep) are refused when read, as they
+    // were when the params were built whole.
+    let Ok(Value::Object(mut whole)) = serde_json::from_str::<Value>(&bytes) else {
         prop_assert!(read.is_err(), "{}", args);
         return Ok(());
     };
+    let built = whole.remove("arguments").unwrap();
     let params = read.unwrap();
     let wire = params.request(server).with_principal("p");
     let whole = Request::tool(server, tool)
@@ -170,6 +202,35 @@ fn the_generated_workloads_decide_the_same_from_bytes() {
                 .with_assigns(&r.assigns);
             let whole = gen::mcppol_request(r, &taint);
             assert_eq!(policy.decide(&wire), policy.decide(&whole), "{r:?}");
+        }
+    }
+}
+
+/// Bytes that are not UTF-8, inside a string of the arguments or of
+/// another member, are refused as they were when the params were built.
+#[test]
+fn invalid_utf8_inside_strings_is_refused() {
+    for (at, bad) in [
+        (0, &b"\xff"[..]),
+        (3, b"\xc3"),
+        (1, b"\xed\xa0\x80"),
+        (2, b"\xe9"),
+    ] {
+        for template in [
+            &br#"{"name":"t","arguments":{"path":"/srv/a"}}"#[..],
+            br#"{"name":"t","arguments":{"p":1},"_meta":{"k":"abcd"}}"#,
+        ] {
+            let quote = template.iter().rposition(|&b| b == b'"').unwrap();
+            let start = template[..quote].iter().rposition(|&b| b == b'"').unwrap() + 1;
+            let mut bytes = template[..start + at.min(quote - start)].to_vec();
+            bytes.extend_from_slice(bad);
+            bytes.extend_from_slice(&template[start + at.min(quote - start)..]);
+            assert!(serde_json::from_slice::<Value>(&bytes).is_err());
+            assert!(
+                ToolCallParams::from_json(&bytes).is_err(),
+                "{}",
+                String::from_utf8_lossy(&bytes)
+            );
         }
     }
 }
