@@ -110,6 +110,13 @@ pub use host::{HostPredicate, HostPredicates};
 pub use limits::MAX_RULES;
 pub use lint::{check_text, Lint, LintOptions, Listing, ListingError, LINTS};
 pub use policy::{DefaultDecision, PickError, Policy, PolicySet, Scope, Settings, Trusted};
+/// The string type of [`Decision::rule_id`], [`Decision::policy`] and
+/// [`ExplainStep::rule_id`] (from the `smol_str` crate, re-exported so a
+/// host need not depend on it): up to 23 bytes are held inline, so a
+/// decision copies its rule id and policy name instead of counting
+/// references. It derefs to `&str`; `as_deref()` on the `Option` gives
+/// `Option<&str>`.
+pub use smol_str::SmolStr;
 #[cfg(feature = "store")]
 pub use store::{
     FileStatus, LastError, PolicyStatus, Reloaded, Status, Store, StoreError, Swapped, Watch,

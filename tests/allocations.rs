@@ -103,3 +103,70 @@ fn bytes_to_decision_allocates_nothing_for_the_mix() {
         );
     }
 }
+
+/// Rule ids and a policy name longer than 23 bytes (past what `SmolStr`
+/// holds inline, so shared behind a reference count, not copied): a
+/// decision still allocates nothing, for every kind of decision.
+#[test]
+fn long_rule_ids_and_policy_names_allocate_nothing() {
+    let _turn = measuring();
+    let name = "a_policy_name_longer_than_twenty_three_bytes";
+    let text = format!(
+        "policy {name} {{\n  default deny\n  \
+         deny the_deny_rule_with_a_long_identifier: \"*/delete_*\"\n  \
+         ask the_ask_rule_with_a_long_identifier: \"mail/send\"\n  \
+         allow the_allow_rule_with_a_long_identifier: \"fs/read_*\"\n}}\n"
+    );
+    let set = PolicySet::from_text("long.mcppol", &text).unwrap();
+    let policy = set.get(name).unwrap();
+    let requests = [
+        (
+            Request::tool("fs", "delete_all"),
+            Some("the_deny_rule_with_a_long_identifier"),
+        ),
+        (
+            Request::tool("mail", "send"),
+            Some("the_ask_rule_with_a_long_identifier"),
+        ),
+        (
+            Request::tool("fs", "read_file"),
+            Some("the_allow_rule_with_a_long_identifier"),
+        ),
+        (Request::tool("fs", "write_file"), None),
+    ];
+    for (request, id) in &requests {
+        let d = policy.decide(request);
+        assert_eq!(d.rule_id.as_deref(), *id);
+        assert_eq!(d.policy.as_deref(), Some(name));
+    }
+    assert!(name.len() > 23);
+    assert!(requests
+        .iter()
+        .flat_map(|(_, id)| id)
+        .all(|id| id.len() > 23));
+    // The counts are process-wide and this test is quick: it can measure
+    // while the harness still starts the other tests' threads (which
+    // allocates). Others' allocations only add, so one round of 400
+    // decisions counted at 0 shows deciding allocates nothing; a decision
+    // that allocated would count in every round.
+    let mut rounds = Vec::new();
+    for _ in 0..5 {
+        let region = Region::new(GLOBAL);
+        for _ in 0..100 {
+            for (request, _) in &requests {
+                black_box(policy.decide(black_box(request)));
+            }
+        }
+        let change = region.change();
+        rounds.push(change.allocations + change.reallocations);
+        if rounds.last() == Some(&0) {
+            break;
+        }
+    }
+    assert_eq!(
+        rounds.last(),
+        Some(&0),
+        "allocations per round of {} decisions: {rounds:?}",
+        100 * requests.len()
+    );
+}

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use smallvec::SmallVec;
+use smol_str::SmolStr;
 
 use crate::diagnostics::{Diagnostic, LoadError, Severity, SourceFile};
 use crate::host::HostPredicates;
@@ -241,7 +242,7 @@ impl<'f> Compiler<'_, 'f> {
         };
         Policy {
             name: ast.name.node.clone(),
-            shared_name: Arc::from(ast.name.node.as_str()),
+            shared_name: SmolStr::new(ast.name.node.as_str()),
             settings,
             visibility,
             lists,
@@ -325,7 +326,7 @@ impl<'f> Compiler<'_, 'f> {
             }
         }
         let id = match &ast.id {
-            Some(id) => Arc::from(id.node.as_str()),
+            Some(id) => SmolStr::new(id.node.as_str()),
             None => default_id(effect, number),
         };
         Some(Rule {
@@ -386,7 +387,7 @@ fn setting_spans(asts: &[&SettingAst]) -> SettingSpans {
 /// The id of a rule written without one: `<list>:<index>` (`deny:12`),
 /// written into a buffer on the stack rather than through `format!` (a
 /// file has up to 100,000 of them).
-fn default_id(effect: Effect, number: usize) -> Arc<str> {
+fn default_id(effect: Effect, number: usize) -> SmolStr {
     let mut buf = [0u8; 32];
     let mut len = 0;
     for &b in effect.as_str().as_bytes().iter().chain(b":") {
@@ -404,7 +405,7 @@ fn default_id(effect: Effect, number: usize) -> Arc<str> {
         n /= 10;
     }
     len += digits;
-    Arc::from(std::str::from_utf8(buf.get(..len).unwrap_or_default()).unwrap_or_default())
+    SmolStr::new(std::str::from_utf8(buf.get(..len).unwrap_or_default()).unwrap_or_default())
 }
 
 /// A rule that failed to compile, kept only so later rules keep their

@@ -1,8 +1,7 @@
 //! The answer: a verdict, the stage that gave it, why, and which rule.
 
-use std::sync::Arc;
-
 use serde::Serialize;
+use smol_str::SmolStr;
 
 use crate::syntax::Span;
 
@@ -123,10 +122,10 @@ pub struct Decision {
     pub reason: Reason,
     /// The deciding rule's id; `None` for visibility, the pin, the default,
     /// out-of-scope and a refused request.
-    pub rule_id: Option<Arc<str>>,
+    pub rule_id: Option<SmolStr>,
     /// The name of the policy that decided; `None` for `no_policy`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub policy: Option<Arc<str>>,
+    pub policy: Option<SmolStr>,
     /// The 1-based line of the deciding rule in its policy file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<u32>,
@@ -150,7 +149,7 @@ impl Decision {
 
     /// Names the policy that decided, and the line of the deciding rule.
     pub(crate) fn made_by(mut self, policy: &crate::Policy) -> Self {
-        self.policy = Some(Arc::clone(&policy.shared_name));
+        self.policy = Some(policy.shared_name.clone());
         if self.line.is_none() {
             self.line = self
                 .rule_span
@@ -177,7 +176,7 @@ impl Decision {
         map.insert("reason".into(), self.reason.as_str().into());
         map.insert("rule_id".into(), self.rule_id.as_deref().into());
         if let Some(policy) = &self.policy {
-            map.insert("policy".into(), (**policy).into());
+            map.insert("policy".into(), policy.as_str().into());
         }
         if let Some(line) = self.line {
             map.insert("line".into(), line.into());
@@ -194,8 +193,8 @@ mod tests {
     fn to_json_is_what_serde_gives() {
         let mut d = Decision::new(Verdict::Deny, Source::Deny, Reason::DenyRule);
         assert_eq!(serde_json::to_value(&d).unwrap(), d.to_json());
-        d.rule_id = Some(Arc::from("x"));
-        d.policy = Some(Arc::from("p"));
+        d.rule_id = Some(SmolStr::new("x"));
+        d.policy = Some(SmolStr::new("p"));
         d.line = Some(3);
         assert_eq!(serde_json::to_value(&d).unwrap(), d.to_json());
         assert_eq!(

@@ -12,7 +12,6 @@ pub(crate) mod sink;
 mod wire;
 
 use std::borrow::Cow;
-use std::sync::Arc;
 
 pub use condition::Tri;
 pub(crate) use condition::{compare_numbers, eval as eval_condition, Facts, MAX_LIST_NESTING};
@@ -241,7 +240,7 @@ fn by_rule(verdict: Verdict, source: Source, reason: Reason, rule: &Rule) -> Dec
         decision: verdict,
         source,
         reason,
-        rule_id: Some(Arc::clone(&rule.id)),
+        rule_id: Some(rule.id.clone()),
         policy: None,
         line: Some(rule.line),
         rule_span: Some(rule.span),

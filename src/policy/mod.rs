@@ -12,6 +12,8 @@ pub mod target_index;
 
 use std::sync::Arc;
 
+use smol_str::SmolStr;
+
 pub use compiled_regex::{CompiledRegex, RegexError};
 pub use condition::{
     AnnotationKey, Cond, Operand, PathRoot, Pred, Quantifier, RootError, Step, Test,
@@ -70,7 +72,7 @@ impl Target {
 #[derive(Debug, Clone)]
 pub struct Rule {
     /// The id written in the file, or `<list>:<index>`.
-    pub id: Arc<str>,
+    pub id: SmolStr,
     pub effect: Effect,
     pub kind: TargetKind,
     pub targets: Vec<Target>,
@@ -142,7 +144,7 @@ pub(crate) struct SettingSpans {
 pub struct Policy {
     pub(crate) name: String,
     /// `name`, shared by every decision the policy makes.
-    pub(crate) shared_name: Arc<str>,
+    pub(crate) shared_name: SmolStr,
     pub(crate) settings: Settings,
     pub(crate) visibility: Option<Visibility>,
     pub(crate) lists: [RuleList; 3],

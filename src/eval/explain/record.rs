@@ -4,8 +4,6 @@
 //! is the procedure's own (the index's candidates, the evaluator's values
 //! and walk), so an explanation cannot disagree with a decision.
 
-use std::sync::Arc;
-
 use serde_json::Value;
 
 use crate::eval::sink::{HostCall, Reached, RuleSeen, Sink};
@@ -236,7 +234,7 @@ impl Sink for Recorder<'_, '_> {
         };
         self.steps.push(ExplainStep {
             stage,
-            rule_id: Some(Arc::clone(&rule.id)),
+            rule_id: Some(rule.id.clone()),
             span: rule.span,
             outcome,
             detail,

@@ -1,6 +1,6 @@
 //! What an explanation is made of: stages, outcomes, steps and notes.
 
-use std::sync::Arc;
+use smol_str::SmolStr;
 
 use crate::eval::{Decision, Tri};
 use crate::syntax::Span;
@@ -99,7 +99,7 @@ pub struct ExplainStep {
     /// The stage of the decision procedure.
     pub stage: Stage,
     /// The rule considered, for the deny, ask and allow stages.
-    pub rule_id: Option<Arc<str>>,
+    pub rule_id: Option<SmolStr>,
     /// Where it is written: the rule, or the setting or block that decided.
     pub span: Span,
     /// How it came out.
