@@ -495,6 +495,45 @@ impl<'de> Visitor<'de> for KeyIs<'_> {
     }
 }
 
+/// What the `params` fuzz target compares (feature `fuzzing`, hidden, not
+/// API): the serde-only reading of the params next to
+/// [`crate::ToolCallParams::from_json`]'s, and a key read from the
+/// arguments text next to the built object's.
+#[cfg(feature = "fuzzing")]
+impl<'b> crate::ToolCallParams<'b> {
+    /// Name and arguments text as `serde_json` alone reads the params (the
+    /// reference of the one pass), after the same length and UTF-8 checks
+    /// as [`crate::ToolCallParams::from_json`].
+    #[doc(hidden)]
+    pub fn fuzzing_read_with_serde(
+        bytes: &'b [u8],
+    ) -> Result<(Cow<'b, str>, Option<&'b str>), super::ParamsError> {
+        if bytes.len() > Self::MAX_BYTES {
+            return Err(super::ParamsError::TooLarge {
+                len: bytes.len(),
+                limit: Self::MAX_BYTES,
+            });
+        }
+        let text =
+            std::str::from_utf8(bytes).map_err(|e| super::ParamsError::Invalid(e.to_string()))?;
+        super::wire::read_with_serde(text).map(|(name, args)| (name, args.map(RawArgs::get)))
+    }
+
+    /// The value of `key` in the arguments as a condition reads it from
+    /// their text ([`get`]), built; `Ok(None)` if absent or there are no
+    /// arguments.
+    #[doc(hidden)]
+    pub fn fuzzing_get(&self, key: &str) -> Result<Option<Value>, ()> {
+        let Some(text) = self.arguments_json() else {
+            return Ok(None);
+        };
+        Ok(get(RawArgs::checked(text), key)?.map(|found| match found {
+            Found::Str(s) => Value::String(s.into_owned()),
+            Found::Json(v) => v,
+        }))
+    }
+}
+
 /// JSON-ish texts for the differential tests of the one-pass reader
 /// against `serde_json`: valid and invalid escapes (lone surrogates), big
 /// and malformed numbers, control characters, whitespace everywhere, keys
