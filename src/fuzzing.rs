@@ -123,6 +123,7 @@ pub mod proxy {
 /// reads (one pass over the bytes, `serde_json` when that is not sure) next
 /// to what `serde_json` alone reads, and arguments read key by key from
 /// their text next to the built object.
+#[cfg(feature = "fuzzing")]
 pub mod params {
     use serde_json::Value;
 
