@@ -149,7 +149,7 @@ pub mod params {
     /// condition reads it from their text, built (`Ok(None)`: absent, or
     /// no arguments; `Err`: the text did not read, which a checked text
     /// never does).
-    pub fn get(params: &ToolCallParams<'_>, key: &str) -> Result<Option<Value>, ()> {
+    pub fn get(params: &ToolCallParams<'_>, key: &str) -> Result<Option<Value>, String> {
         params.fuzzing_get(key)
     }
 }

@@ -269,11 +269,13 @@ impl<'b> crate::ToolCallParams<'b> {
     /// their text ([`get`]), built; `Ok(None)` if absent or there are no
     /// arguments.
     #[doc(hidden)]
-    pub fn fuzzing_get(&self, key: &str) -> Result<Option<Value>, ()> {
+    pub fn fuzzing_get(&self, key: &str) -> Result<Option<Value>, String> {
         let Some(text) = self.arguments_json() else {
             return Ok(None);
         };
-        Ok(get(RawArgs::checked(text), key)?.map(|found| match found {
+        let found = get(RawArgs::checked(text), key)
+            .map_err(|()| format!("{key:?} did not read from {text}"))?;
+        Ok(found.map(|found| match found {
             Found::Str(s) => Value::String(s.into_owned()),
             Found::Json(v) => v,
         }))
