@@ -83,8 +83,9 @@ fuzz_target!(|data: &[u8]| {
         let held = object.and_then(|o| o.get(*key)).cloned();
         assert_eq!(get(&params, key), Ok(held), "key {key:?} read from the text");
     }
-    let Some(p) = policy().pick(None) else {
-        panic!("the fixed policy set is empty");
+    let p = match policy().pick(None) {
+        Ok(p) => p,
+        Err(e) => panic!("the fixed policy set has no policy to pick: {e:?}"),
     };
     let wire = params.request("s").with_principal("p");
     let mut whole = Request::tool("s", params.name()).with_principal("p");
