@@ -153,7 +153,8 @@ impl<'f> Compiler<'_, 'f> {
         let folded = FoldedTarget {
             server: server.folded,
             name: name.as_ref().ok().map(|n| n.folded.clone()),
-            unchanged: server.unchanged && name.as_ref().is_ok_and(|n| n.unchanged),
+            server_unchanged: server.unchanged,
+            name_unchanged: name.as_ref().is_ok_and(|n| n.unchanged),
         };
         let matcher = IndexedTarget {
             server: server.exact,

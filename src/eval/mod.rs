@@ -57,7 +57,8 @@ impl<'r> Names<'r> {
             name: self.name,
             folded_server: self.folded_server.bytes(),
             folded_name: self.folded_name.bytes(),
-            unfolded: self.folded_server.is_unchanged() && self.folded_name.is_unchanged(),
+            server_unfolded: self.folded_server.is_unchanged(),
+            name_unfolded: self.folded_name.is_unchanged(),
         }
     }
 }

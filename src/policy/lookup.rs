@@ -158,8 +158,10 @@ pub struct FoldedTarget {
     pub server: Glob,
     /// `None` for a regex (filed under the server, tried as written).
     pub name: Option<Glob>,
-    /// Folding changed neither segment.
-    pub unchanged: bool,
+    /// Folding changed the server segment as written.
+    pub server_unchanged: bool,
+    /// Folding changed the name segment as written (false for a regex).
+    pub name_unchanged: bool,
 }
 
 /// Rule numbers (positions in their list) or pattern positions.
@@ -235,18 +237,27 @@ struct Check {
     name: NameMatcher,
     /// Both segments literal: the only targets that allow a new tool.
     exact: bool,
-    /// Folding leaves the pattern as it is and it is no regex: for names
-    /// that folding leaves as they are too, the table's match is exact.
-    fold_safe: bool,
+    /// Folding leaves the server pattern as it is: for a server id that
+    /// folding leaves as it is too, the table's match of the folded server
+    /// is exact.
+    server_safe: bool,
+    /// The same of the name pattern (never for a regex).
+    name_safe: bool,
 }
 
 impl Check {
-    fn holds(&self, server: &str, name: &str) -> bool {
-        self.server.matches(server)
-            && match &self.name {
-                NameMatcher::Glob(g) => g.matches(name),
-                NameMatcher::Regex(re) => re.is_match(name),
-            }
+    /// Whether the target as written matches the names as sent, given that
+    /// the folded target matches the folded names (the table found it):
+    /// a segment whose pattern and name folding both leave as they are
+    /// matches as found.
+    #[inline]
+    fn holds(&self, q: &Query<'_>) -> bool {
+        ((q.server_unfolded && self.server_safe) || self.server.matches(q.server))
+            && ((q.name_unfolded && self.name_safe)
+                || match &self.name {
+                    NameMatcher::Glob(g) => g.matches(q.name),
+                    NameMatcher::Regex(re) => re.is_match(q.name),
+                })
     }
 }
 
@@ -260,8 +271,10 @@ pub struct Query<'q> {
     /// Both folded (UTF-8: see [`super::names::text`]).
     pub folded_server: &'q [u8],
     pub folded_name: &'q [u8],
-    /// Folding left both names as they are.
-    pub unfolded: bool,
+    /// Folding left the server id as it is.
+    pub server_unfolded: bool,
+    /// Folding left the name as it is.
+    pub name_unfolded: bool,
 }
 
 /// Which end of a text a set of affixes is matched at.
@@ -688,7 +701,6 @@ impl Lookup {
     /// segment folded once, calls [`Lookup::insert_exact`] instead).
     #[cfg(test)]
     pub fn insert(&mut self, list: usize, number: u32, target: &IndexedTarget, loose: bool) {
-        use std::borrow::Cow;
         if loose {
             self.insert_loose(list, number, target);
             return;
@@ -698,12 +710,11 @@ impl Lookup {
             NameMatcher::Glob(g) => Some(g.folded()),
             NameMatcher::Regex(_) => None,
         };
-        let unchanged =
-            matches!(server, Cow::Borrowed(_)) && matches!(name, Some(Cow::Borrowed(_)));
         let folded = FoldedTarget {
+            server_unchanged: matches!(server, Cow::Borrowed(_)),
+            name_unchanged: matches!(name, Some(Cow::Borrowed(_))),
             server: server.into_owned(),
             name: name.map(Cow::into_owned),
-            unchanged,
         };
         self.insert_exact(list, number, target, &folded);
     }
@@ -743,7 +754,8 @@ impl Lookup {
             server: target.server.clone(),
             name: target.name.clone(),
             exact,
-            fold_safe: folded.unchanged && folded.name.is_some(),
+            server_safe: folded.server_unchanged,
+            name_safe: folded.name_unchanged && folded.name.is_some(),
         });
         let cand = Cand::new(list, number, check);
         if let Some(table) = self.table(&folded.server) {
@@ -938,7 +950,7 @@ impl Lookup {
         if exact_only && !check.exact {
             return false;
         }
-        (q.unfolded && check.fold_safe) || check.holds(q.server, q.name)
+        check.holds(q)
     }
 
     /// Every literal server and how many tables there are (for tests).
@@ -1017,7 +1029,8 @@ mod tests {
             name,
             folded_server: fs.as_bytes(),
             folded_name: fname.as_bytes(),
-            unfolded: fs == server && fname == name,
+            server_unfolded: fs == server,
+            name_unfolded: fname == name,
         };
         let mut cands = Cands::new();
         new.candidates(&q, &mut cands);
@@ -1144,7 +1157,8 @@ mod tests {
             name: "t",
             folded_server: b"s",
             folded_name: b"t",
-            unfolded: true,
+            server_unfolded: true,
+            name_unfolded: true,
         };
         let mut cands = Cands::new();
         new.candidates(&q, &mut cands);

@@ -216,7 +216,8 @@ impl Policy {
             name: tool,
             folded_server: fs.bytes(),
             folded_name: ft.bytes(),
-            unfolded: fs.is_unchanged() && ft.is_unchanged(),
+            server_unfolded: fs.is_unchanged(),
+            name_unfolded: ft.is_unchanged(),
         };
         let mut hits = Hits::new();
         self.visibility_folded(&query, &mut hits).visible()
