@@ -215,7 +215,7 @@ fn read_fast(text: &str) -> Option<Read<'_>> {
 /// then the arguments checked by [`raw_args::check`]: the reference for
 /// [`read_fast`], and the reader of what it leaves (escaped names and
 /// keys, exponents, errors, which this one words).
-fn read_with_serde(text: &str) -> Result<Read<'_>, ParamsError> {
+pub(super) fn read_with_serde(text: &str) -> Result<Read<'_>, ParamsError> {
     let raw: Raw<'_> =
         serde_json::from_str(text).map_err(|e| ParamsError::Invalid(e.to_string()))?;
     let arguments = match raw.arguments.map(RawValue::get) {
