@@ -143,6 +143,18 @@ type Read<'b> = (Cow<'b, str>, Option<RawArgs<'b>>);
 /// when any of that does not hold or the pass is not sure: then
 /// [`read_with_serde`] reads the text and decides, so this path accepts
 /// nothing that one refuses and gives the same name and arguments.
+/// The position of the closing quote of the string at `i`, when there is
+/// one and it holds no escape (an escaped key or name is left to
+/// `serde_json`, which compares them decoded).
+fn plain_string(b: &[u8], i: usize) -> Option<usize> {
+    if b.get(i) != Some(&b'"') {
+        return None;
+    }
+    let mut escaped = false;
+    let close = raw_args::scan_string(b, i + 1, &mut escaped)?;
+    (!escaped).then_some(close)
+}
+
 fn read_fast(text: &str) -> Option<Read<'_>> {
     let b = text.as_bytes();
     let mut i = raw_args::skip_ws(b, 0);
@@ -155,14 +167,7 @@ fn read_fast(text: &str) -> Option<Read<'_>> {
     loop {
         // A key: serde's field names compare with it decoded, so an escape
         // is left to serde_json.
-        if b.get(i) != Some(&b'"') {
-            return None;
-        }
-        let mut escaped = false;
-        let close = raw_args::scan_string(b, i + 1, &mut escaped)?;
-        if escaped {
-            return None;
-        }
+        let close = plain_string(b, i)?;
         let key = b.get(i + 1..close)?;
         i = raw_args::skip_ws(b, close + 1);
         if b.get(i) != Some(&b':') {
@@ -171,14 +176,7 @@ fn read_fast(text: &str) -> Option<Read<'_>> {
         i = raw_args::skip_ws(b, i + 1);
         match key {
             b"name" if name.is_none() => {
-                if b.get(i) != Some(&b'"') {
-                    return None;
-                }
-                let mut escaped = false;
-                let close = raw_args::scan_string(b, i + 1, &mut escaped)?;
-                if escaped {
-                    return None;
-                }
+                let close = plain_string(b, i)?;
                 name = Some(text.get(i + 1..close)?);
                 i = close + 1;
             }
