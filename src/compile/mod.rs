@@ -236,10 +236,6 @@ impl<'f> Compiler<'_, 'f> {
         for lookup in &mut index {
             lookup.freeze();
         }
-        let trusted_servers = match &settings.trusted {
-            crate::policy::Trusted::Servers(set) => set.iter().cloned().collect(),
-            _ => Default::default(),
-        };
         Policy {
             name: ast.name.node.clone(),
             shared_name: SmolStr::new(ast.name.node.as_str()),
@@ -247,7 +243,6 @@ impl<'f> Compiler<'_, 'f> {
             visibility,
             lists,
             index,
-            trusted_servers,
             source: Arc::clone(self.source),
             span: ast.span,
             name_span: ast.name.span,

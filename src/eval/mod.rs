@@ -23,7 +23,7 @@ use crate::fingerprint::ToolApproval;
 use crate::policy::{
     hits_of,
     names::{fold_name, FoldBuf, Folded},
-    Cand, Cands, DefaultDecision, Hits, Policy, Query, Rule, Trusted,
+    Cand, Cands, DefaultDecision, Hits, Policy, Query, Rule,
 };
 use crate::syntax::{Effect, TargetKind};
 use sink::{RuleSeen, Sink};
@@ -249,20 +249,16 @@ fn by_rule(verdict: Verdict, source: Source, reason: Reason, rule: &Rule) -> Dec
 
 /// Whether the request's server's annotations are believed.
 pub(crate) fn trusts(policy: &Policy, request: &Request<'_>) -> bool {
-    request.kind == TargetKind::Tool
-        && (request.server_trusted || policy.trusts_server(request.server))
+    trusted_given(policy, request, || {
+        policy.index(TargetKind::Tool).trusts(request.server)
+    })
 }
 
-/// [`trusts`], given whether the tool index found the server among those
-/// the policy's `trusted` setting lists (`listed`).
-fn trusted_given(policy: &Policy, request: &Request<'_>, listed: bool) -> bool {
-    request.kind == TargetKind::Tool
-        && (request.server_trusted
-            || match &policy.settings.trusted {
-                Trusted::None => false,
-                Trusted::All => true,
-                Trusted::Servers(_) => listed,
-            })
+/// [`trusts`], `listed` telling whether the tool index has the server
+/// among the ids the `trusted` setting lists (deciding knows it from the
+/// search for candidates).
+fn trusted_given(policy: &Policy, request: &Request<'_>, listed: impl FnOnce() -> bool) -> bool {
+    request.kind == TargetKind::Tool && (request.server_trusted || policy.trusts_listed(listed))
 }
 
 /// Decides one request against one policy.
@@ -326,7 +322,7 @@ pub(crate) fn run<S: Sink>(policy: &Policy, request: &Request<'_>, sink: &mut S)
     // which also finds whether the policy trusts the server.
     let mut cands = Cands::new();
     let listed = policy.index(kind).candidates(&query, &mut cands);
-    let facts = Facts::with_trust(policy, request, trusted_given(policy, request, listed));
+    let facts = Facts::with_trust(policy, request, trusted_given(policy, request, || listed));
 
     if let Some((rule, m)) = first_loose(policy, Effect::Deny, kind, &cands, &facts, sink) {
         let reason = match m {
@@ -406,12 +402,17 @@ mod tests {
                         let listed = policy
                             .index(kind)
                             .candidates(&names.query(), &mut Cands::new());
-                        assert_eq!(
-                            trusted_given(policy, &request, listed),
-                            trusts(policy, &request),
-                            "{} {kind:?} {server} {host}",
-                            policy.name
-                        );
+                        // The setting as written is the oracle.
+                        let want = kind == TargetKind::Tool
+                            && (host
+                                || match &policy.settings.trusted {
+                                    crate::policy::Trusted::None => false,
+                                    crate::policy::Trusted::All => true,
+                                    crate::policy::Trusted::Servers(ids) => ids.contains(server),
+                                });
+                        let what = format!("{} {kind:?} {server} {host}", policy.name);
+                        assert_eq!(trusted_given(policy, &request, || listed), want, "{what}");
+                        assert_eq!(trusts(policy, &request), want, "{what}");
                         checked += 1;
                     }
                 }

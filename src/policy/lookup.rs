@@ -134,9 +134,6 @@ fn text_hash(bytes: &[u8]) -> u64 {
 
 /// A hash map hashed with [`MixedHasher`], for building.
 pub type BuildMap<K, V> = HashMap<K, V, BuildHasherDefault<MixedHasher>>;
-/// A hash set hashed with [`FxHasher`].
-pub type FastSet<K> = std::collections::HashSet<K, BuildHasherDefault<FxHasher>>;
-
 /// What a target's name segment is matched with.
 #[derive(Debug, Clone)]
 pub enum NameMatcher {
@@ -596,6 +593,14 @@ impl Table {
         }
     }
 
+    /// Whether `server`, as sent, is one of the trusted ids filed here.
+    #[inline]
+    fn trusts(&self, server: &str) -> bool {
+        self.trusted
+            .iter()
+            .any(|id| same(id.as_bytes(), server.as_bytes()))
+    }
+
     fn is_empty(&self) -> bool {
         self.literal.is_empty()
             && self.pending.is_empty()
@@ -887,6 +892,25 @@ impl Lookup {
         }
     }
 
+    /// The table of a literal server, by its folded bytes.
+    #[inline]
+    fn server_table(&self, folded_server: &[u8]) -> Option<&Table> {
+        self.servers
+            .find(text_hash(folded_server), |(key, _)| {
+                same(key.as_bytes(), folded_server)
+            })
+            .map(|(_, table)| table)
+    }
+
+    /// Whether [`Lookup::trust`] was told of `server` (as sent), without
+    /// searching for candidates ([`Lookup::candidates`] answers it too).
+    pub fn trusts(&self, server: &str) -> bool {
+        let mut buf = [0; 64];
+        let folded = super::names::fold_name(server, &mut buf);
+        self.server_table(folded.bytes())
+            .is_some_and(|table| table.trusts(server))
+    }
+
     /// Whether list `list` has no target.
     pub fn list_is_empty(&self, list: usize) -> bool {
         self.counts.get(list).is_none_or(|&n| n == 0)
@@ -900,14 +924,8 @@ impl Lookup {
     #[inline]
     pub fn candidates(&self, q: &Query<'_>, out: &mut Cands) -> bool {
         let mut trusted = false;
-        let found = self.servers.find(text_hash(q.folded_server), |(key, _)| {
-            same(key.as_bytes(), q.folded_server)
-        });
-        if let Some((_, table)) = found {
-            trusted = table
-                .trusted
-                .iter()
-                .any(|id| super::glob::same(id.as_bytes(), q.server.as_bytes()));
+        if let Some(table) = self.server_table(q.folded_server) {
+            trusted = table.trusts(q.server);
             let in_order = table.collect(q, out);
             if table.shared {
                 if !in_order && out.len() > 1 {

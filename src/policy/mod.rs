@@ -19,8 +19,7 @@ pub use condition::{
     AnnotationKey, Cond, Operand, PathRoot, Pred, Quantifier, RootError, Step, Test,
 };
 pub use lookup::{
-    hits_of, BuildMap, Cand, Cands, FastSet, FoldedTarget, Hits, IndexedTarget, Lookup,
-    NameMatcher, Query,
+    hits_of, BuildMap, Cand, Cands, FoldedTarget, Hits, IndexedTarget, Lookup, NameMatcher, Query,
 };
 pub use settings::{DefaultDecision, Scope, Settings, Trusted};
 
@@ -151,7 +150,6 @@ pub struct Policy {
     /// The targets of the three lists, one index per kind of request.
     pub(crate) index: [Lookup; 3],
     /// `trusted "id", ...` as a set hashed without SipHash.
-    pub(crate) trusted_servers: FastSet<Box<str>>,
     pub(crate) source: Arc<SourceFile>,
     pub(crate) span: Span,
     pub(crate) name_span: Span,
@@ -190,13 +188,14 @@ impl Policy {
         &self.index[kind.index()]
     }
 
-    /// Whether the policy's `trusted` setting names this server (or is
-    /// `trusted all`).
-    pub(crate) fn trusts_server(&self, server: &str) -> bool {
+    /// Whether the policy's `trusted` setting names a server (or is
+    /// `trusted all`), `listed` telling whether the tool index has the
+    /// server among the listed ids (asked only for a list).
+    pub(crate) fn trusts_listed(&self, listed: impl FnOnce() -> bool) -> bool {
         match &self.settings.trusted {
             Trusted::None => false,
             Trusted::All => true,
-            Trusted::Servers(_) => self.trusted_servers.contains(server),
+            Trusted::Servers(_) => listed(),
         }
     }
 
@@ -208,21 +207,9 @@ impl Policy {
     /// Whether the visibility filter shows a tool to the model.
     pub fn is_visible(&self, server: &str, tool: &str) -> bool {
         let mut bufs = [[0; 64]; 2];
-        let [server_buf, tool_buf] = &mut bufs;
-        let (fs, ft) = (
-            names::fold_name(server, server_buf),
-            names::fold_name(tool, tool_buf),
-        );
-        let query = Query {
-            server,
-            name: tool,
-            folded_server: fs.bytes(),
-            folded_name: ft.bytes(),
-            server_unfolded: fs.is_unchanged(),
-            name_unfolded: ft.is_unchanged(),
-        };
+        let names = crate::eval::Names::new(server, tool, &mut bufs);
         let mut hits = Hits::new();
-        self.visibility_folded(&query, &mut hits).visible()
+        self.visibility_folded(&names.query(), &mut hits).visible()
     }
 
     /// How the `tools {}` block treats a tool; `hits` ends holding the
