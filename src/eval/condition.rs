@@ -18,7 +18,7 @@ use super::raw_args::{self, RawArgs};
 use super::sink::{HostCall, Reached, Sink};
 use super::Request;
 use crate::paths;
-use crate::policy::{AnnotationKey, Cond, Operand, Policy, Pred, Quantifier, Step, Test};
+use crate::policy::{AnnotationKey, Cond, Operand, Pred, Quantifier, Step, Test};
 use crate::syntax::CompareOp;
 
 /// A truth value that may be unknown.
@@ -47,12 +47,12 @@ impl From<bool> for Tri {
 /// read.
 pub(crate) struct Facts<'r> {
     pub request: &'r Request<'r>,
-    policy: &'r Policy,
     /// Effective annotations, in `AnnotationKey` order, each once a
     /// condition has read it.
     annotations: Cell<[Option<bool>; 4]>,
-    /// Whether the server's own hints are believed, once known.
-    trusted: Cell<Option<bool>>,
+    /// Whether the policy or the host trusts the request's server (its
+    /// own hints are believed); deciding knows it from the index's search.
+    trusted: bool,
     /// Arguments still in their JSON text (from the wire): how many
     /// selectors have read a key from the text so far, and the whole
     /// object built once they are more than [`RAW_KEY_READS`] (or once a
@@ -74,12 +74,11 @@ fn key_slot(key: AnnotationKey) -> usize {
 }
 
 impl<'r> Facts<'r> {
-    pub fn new(policy: &'r Policy, request: &'r Request<'r>) -> Self {
+    pub fn new(request: &'r Request<'r>, trusted: bool) -> Self {
         Facts {
             request,
-            policy,
             annotations: Cell::new([None; 4]),
-            trusted: Cell::new(None),
+            trusted,
             raw_key_reads: Cell::new(0),
             built_args: OnceCell::new(),
         }
@@ -106,31 +105,11 @@ impl<'r> Facts<'r> {
         reads < RAW_KEY_READS
     }
 
-    /// Facts whose server's trust is known already (the decision index
-    /// answers it while finding the candidates).
-    pub fn with_trust(policy: &'r Policy, request: &'r Request<'r>, trusted: bool) -> Self {
-        let facts = Facts::new(policy, request);
-        facts.trusted.set(Some(trusted));
-        facts
-    }
-
-    /// Whether the policy or the host trusts the request's server.
-    fn trusted(&self) -> bool {
-        match self.trusted.get() {
-            Some(t) => t,
-            None => {
-                let t = super::trusts(self.policy, self.request);
-                self.trusted.set(Some(t));
-                t
-            }
-        }
-    }
-
     /// An effective annotation: the server's own hint if the policy or
     /// the host trusts it (MCP's default when absent), else the
     /// conservative value.
     fn effective_annotation(&self, key: AnnotationKey) -> bool {
-        if !self.trusted() {
+        if !self.trusted {
             return key.conservative();
         }
         match self.request.annotations {
@@ -655,17 +634,15 @@ pub(crate) fn eval_pred<S: Sink>(pred: &Pred, facts: &Facts<'_>, sink: &mut S) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{PolicySet, ToolCallParams};
+    use crate::ToolCallParams;
 
     /// However many rules read the arguments' text, a decision reads it key
     /// by key at most [`RAW_KEY_READS`] times, then builds it once.
     #[test]
     fn arguments_text_is_read_a_bounded_number_of_times() {
-        let set = PolicySet::from_text("t.mcppol", "policy t {\n  default deny\n}\n").unwrap();
-        let policy = set.get("t").unwrap();
         let params = ToolCallParams::from_json(br#"{"name":"x","arguments":{"a":1}}"#).unwrap();
         let request = params.request("s");
-        let facts = Facts::new(policy, &request);
+        let facts = Facts::new(&request, false);
         for _ in 0..RAW_KEY_READS {
             assert!(facts.read_key_from_text());
         }

@@ -322,7 +322,7 @@ pub(crate) fn run<S: Sink>(policy: &Policy, request: &Request<'_>, sink: &mut S)
     // which also finds whether the policy trusts the server.
     let mut cands = Cands::new();
     let listed = policy.index(kind).candidates(&query, &mut cands);
-    let facts = Facts::with_trust(policy, request, trusted_given(policy, request, || listed));
+    let facts = Facts::new(request, trusted_given(policy, request, || listed));
 
     if let Some((rule, m)) = first_loose(policy, Effect::Deny, kind, &cands, &facts, sink) {
         let reason = match m {
