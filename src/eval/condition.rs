@@ -18,6 +18,7 @@ use super::raw_args::{self, RawArgs};
 use super::sink::{HostCall, Reached, Sink};
 use super::Request;
 use crate::paths;
+use crate::policy::glob::same;
 use crate::policy::{AnnotationKey, Cond, Operand, Pred, Quantifier, Step, Test};
 use crate::syntax::CompareOp;
 
@@ -47,9 +48,10 @@ impl From<bool> for Tri {
 /// read.
 pub(crate) struct Facts<'r> {
     pub request: &'r Request<'r>,
-    /// Effective annotations, in `AnnotationKey` order, each once a
-    /// condition has read it.
-    annotations: Cell<[Option<bool>; 4]>,
+    /// A trusted server's effective annotations, each once a condition
+    /// has read it: bit `k` says annotation `k` (in `AnnotationKey` order)
+    /// is known, bit `k + 4` holds its value.
+    annotations: Cell<u8>,
     /// Whether the policy or the host trusts the request's server (its
     /// own hints are believed); deciding knows it from the index's search.
     trusted: bool,
@@ -69,15 +71,11 @@ pub(crate) struct Facts<'r> {
 /// whole text).
 const RAW_KEY_READS: u8 = 4;
 
-fn key_slot(key: AnnotationKey) -> usize {
-    key as usize
-}
-
 impl<'r> Facts<'r> {
     pub fn new(request: &'r Request<'r>, trusted: bool) -> Self {
         Facts {
             request,
-            annotations: Cell::new([None; 4]),
+            annotations: Cell::new(0),
             trusted,
             raw_key_reads: Cell::new(0),
             built_args: OnceCell::new(),
@@ -105,13 +103,8 @@ impl<'r> Facts<'r> {
         reads < RAW_KEY_READS
     }
 
-    /// An effective annotation: the server's own hint if the policy or
-    /// the host trusts it (MCP's default when absent), else the
-    /// conservative value.
-    fn effective_annotation(&self, key: AnnotationKey) -> bool {
-        if !self.trusted {
-            return key.conservative();
-        }
+    /// A trusted server's own hint (MCP's default when absent).
+    fn hint(&self, key: AnnotationKey) -> bool {
         match self.request.annotations {
             Some(Value::Object(hints)) => match get_key(hints, key.hint()) {
                 Some(Value::Bool(b)) => *b,
@@ -121,17 +114,22 @@ impl<'r> Facts<'r> {
         }
     }
 
+    /// An effective annotation: the server's own hint if the policy or
+    /// the host trusts it, else the conservative value.
+    #[inline]
     pub(crate) fn annotation(&self, key: AnnotationKey) -> bool {
-        let mut known = self.annotations.get();
-        let slot = key_slot(key);
-        if let Some(Some(value)) = known.get(slot) {
-            return *value;
+        if !self.trusted {
+            return key.conservative();
         }
-        let value = self.effective_annotation(key);
-        if let Some(s) = known.get_mut(slot) {
-            *s = Some(value);
+        let known_bit = 1u8 << (key as u8);
+        let value_bit = known_bit << 4;
+        let known = self.annotations.get();
+        if known & known_bit != 0 {
+            return known & value_bit != 0;
         }
-        self.annotations.set(known);
+        let value = self.hint(key);
+        self.annotations
+            .set(known | known_bit | if value { value_bit } else { 0 });
         value
     }
 }
@@ -145,7 +143,9 @@ const SCAN_KEYS: usize = 16;
 #[inline]
 fn get_key<'v>(map: &'v Map<String, Value>, key: &str) -> Option<&'v Value> {
     if map.len() <= SCAN_KEYS {
-        map.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
+        map.iter()
+            .find(|(k, _)| same(k.as_bytes(), key.as_bytes()))
+            .map(|(_, v)| v)
     } else {
         map.get(key)
     }
@@ -156,6 +156,7 @@ fn get_key<'v>(map: &'v Map<String, Value>, key: &str) -> Option<&'v Value> {
 /// first false (true) part's, else the failed parts', else all.
 pub(crate) fn eval<S: Sink>(cond: &Cond, facts: &Facts<'_>, sink: &mut S) -> Tri {
     match cond {
+        Cond::Pred(pred) => noted(pred, facts, sink),
         Cond::And(parts) => junction(parts, Tri::False, Tri::True, facts, sink),
         Cond::Or(parts) => junction(parts, Tri::True, Tri::False, facts, sink),
         Cond::Not(inner) => match eval(inner, facts, sink) {
@@ -163,12 +164,15 @@ pub(crate) fn eval<S: Sink>(cond: &Cond, facts: &Facts<'_>, sink: &mut S) -> Tri
             Tri::False => Tri::True,
             Tri::Failed => Tri::Failed,
         },
-        Cond::Pred(pred) => {
-            let result = eval_pred(pred, facts, sink);
-            sink.predicate(pred, result, facts);
-            result
-        }
     }
+}
+
+/// One predicate, its result told to the sink.
+#[inline]
+fn noted<S: Sink>(pred: &Pred, facts: &Facts<'_>, sink: &mut S) -> Tri {
+    let result = eval_pred(pred, facts, sink);
+    sink.predicate(pred, result, facts);
+    result
 }
 
 /// `and` (`short` false, `otherwise` true) or `or` (`short` true,
@@ -185,7 +189,12 @@ fn junction<S: Sink>(
     let mut failed = false;
     for part in parts {
         let from = sink.mark();
-        let result = eval(part, facts, sink);
+        // A predicate part is tested here, not through a call of `eval`
+        // (most conditions are an `and` or `or` of predicates).
+        let result = match part {
+            Cond::Pred(pred) => noted(pred, facts, sink),
+            _ => eval(part, facts, sink),
+        };
         if result == short {
             sink.cut(start, from);
             return short;
@@ -536,23 +545,44 @@ fn compare(leaf: Leaf<'_>, op: CompareOp, value: &Value) -> Tri {
     }
 }
 
+/// One predicate. The two that read no selector (an annotation, taint),
+/// which the rules that apply to every call usually test, are answered
+/// in line; the others in [`eval_selected`], a function of its own so
+/// that these two do not pay for its frame.
+#[inline(always)]
 pub(crate) fn eval_pred<S: Sink>(pred: &Pred, facts: &Facts<'_>, sink: &mut S) -> Tri {
-    let q = pred.quantifier;
     match &pred.test {
         Test::Annotation(key) => facts.annotation(*key).into(),
-        Test::Tainted { ignore, by } => {
-            let request = facts.request;
-            if request.taint_unknown {
-                return Tri::Failed;
-            }
-            request
-                .taint
-                .iter()
-                .any(|t| {
-                    crate::policy::condition::taint_counts(ignore, by.as_deref(), t, request.server)
-                })
-                .into()
-        }
+        Test::Tainted { ignore, by } => tainted(ignore, by.as_deref(), facts),
+        _ => eval_selected(pred, facts, sink),
+    }
+}
+
+/// `tainted(...)`: unknown taint fails; else whether any server's output
+/// in the context counts.
+#[inline]
+fn tainted(ignore: &[Box<str>], by: Option<&[Box<str>]>, facts: &Facts<'_>) -> Tri {
+    let request = facts.request;
+    if request.taint_unknown {
+        return Tri::Failed;
+    }
+    request
+        .taint
+        .iter()
+        .any(|t| crate::policy::condition::taint_counts(ignore, by, t, request.server))
+        .into()
+}
+
+/// A predicate that selects values (arguments, assigns, the principal) or
+/// calls the host.
+#[inline(never)]
+fn eval_selected<S: Sink>(pred: &Pred, facts: &Facts<'_>, sink: &mut S) -> Tri {
+    let q = pred.quantifier;
+    match &pred.test {
+        // Answered in line by `eval_pred`; here too, so that every test
+        // has one arm.
+        Test::Annotation(key) => facts.annotation(*key).into(),
+        Test::Tainted { ignore, by } => tainted(ignore, by.as_deref(), facts),
         Test::Host { predicate, .. } => {
             let Some(p) = predicate else {
                 sink.host(HostCall::Unregistered);

@@ -148,9 +148,8 @@ pub fn taint_counts(
     taint: &str,
     server: &str,
 ) -> bool {
-    taint != server
-        && !ignore.iter().any(|i| &**i == taint)
-        && by.is_none_or(|by| by.iter().any(|b| &**b == taint))
+    let is = |id: &str| super::glob::same(id.as_bytes(), taint.as_bytes());
+    !is(server) && !ignore.iter().any(|i| is(i)) && by.is_none_or(|by| by.iter().any(|b| is(b)))
 }
 
 /// How the session's folder is written in a path root: `"$CWD"` or

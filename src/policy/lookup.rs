@@ -30,10 +30,36 @@ use std::sync::Arc;
 
 use hashbrown::HashTable;
 use smallvec::SmallVec;
+use smol_str::SmolStr;
 
 use super::glob::{same, Glob};
 use super::names::text;
 use super::CompiledRegex;
+
+/// Up to seven bytes as a little-endian word padded with zeros (longer
+/// texts give their first eight), in a few overlapping loads: a copy of a
+/// length not known at compile time would call `memcpy`.
+#[inline]
+fn short_word(bytes: &[u8]) -> u64 {
+    let n = bytes.len();
+    let at = |i: usize| u64::from(bytes.get(i).copied().unwrap_or(0));
+    let u32_at = |i: usize| {
+        bytes
+            .get(i..)
+            .and_then(|b| b.first_chunk::<4>())
+            .map_or(0, |w| u64::from(u32::from_le_bytes(*w)))
+    };
+    match n {
+        0 => 0,
+        // The middle byte may be the first or last one again: or-ing a
+        // byte into its own place changes nothing.
+        1..=3 => at(0) | (at(n / 2) << (8 * (n / 2))) | (at(n - 1) << (8 * (n - 1))),
+        4..=7 => u32_at(0) | (u32_at(n - 4) << (8 * (n - 4))),
+        _ => bytes
+            .first_chunk::<8>()
+            .map_or(0, |w| u64::from_le_bytes(*w)),
+    }
+}
 
 /// A fast, non-cryptographic string hasher (the Fx hash of rustc and
 /// Firefox). The tables are built from the policy at load time and only
@@ -64,9 +90,7 @@ impl Hasher for FxHasher {
         }
         let rest = chunks.remainder();
         if !rest.is_empty() {
-            let mut word = [0u8; 8];
-            word[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(word));
+            self.add(short_word(rest));
         }
     }
 
@@ -90,13 +114,15 @@ impl Hasher for FxHasher {
 #[cfg(test)]
 pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
-/// [`FxHasher`] with its high bits, which its multiplications mix well,
-/// moved down at the end (as rustc-hash 2 does). Fx's low bits barely
-/// differ between texts that share their first bytes (`*_1t`, `*_2t`), and
-/// a hash table picks buckets by the low bits: 80,000 such patterns made
-/// a map of them cluster and fill in quadratic time. Used by the maps that
-/// only building fills (a file's distinct segments, where each server and
-/// affix is filed).
+/// [`FxHasher`] with a final mix, so that every bit of the hash depends on
+/// every byte. Fx's low bits barely differ between texts that share their
+/// first bytes (`*_1t`, `*_2t`), and a hash table picks buckets by the low
+/// bits: 80,000 such patterns made a map of them cluster and fill in
+/// quadratic time. Its top bits, which `hashbrown` keeps as each entry's
+/// tag, depend on little more than the first five bytes of a word: server
+/// ids `github-1` and `github-2` shared a tag, so finding one compared the
+/// other (twice the probing at 10,000 rules). The mix folds the high half
+/// into the low, multiplies and folds again (as splitmix64 ends).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct MixedHasher(FxHasher);
 
@@ -118,7 +144,9 @@ impl Hasher for MixedHasher {
 
     #[inline]
     fn finish(&self) -> u64 {
-        self.0.finish().rotate_left(26)
+        let h = self.0.finish();
+        let h = (h ^ (h >> 32)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        h ^ (h >> 29)
     }
 }
 
@@ -283,6 +311,25 @@ enum End {
 }
 
 impl End {
+    /// Up to eight bytes of `text` at this end, as a word whose first byte
+    /// is the byte at the end (the first byte, or the last), then the
+    /// next inward; zero past the text. Two texts agree on their first
+    /// (last) `n <= 8` bytes when their heads do under [`low_bytes`]`(n)`.
+    #[inline]
+    fn head(self, text: &[u8]) -> u64 {
+        match self {
+            End::Start => short_word(text),
+            End::End => match text.last_chunk::<8>() {
+                Some(word) => u64::from_be_bytes(*word),
+                // The bytes reversed, the last one lowest.
+                None => short_word(text)
+                    .swap_bytes()
+                    .checked_shr(8 * (8 - text.len() as u32))
+                    .unwrap_or(0),
+            },
+        }
+    }
+
     fn cmp(self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
         match self {
             End::Start => a.cmp(b),
@@ -304,6 +351,38 @@ impl End {
     }
 }
 
+/// A word with its low `n` bytes set (all of them for `n >= 8`).
+#[inline]
+fn low_bytes(n: usize) -> u64 {
+    if n >= 8 {
+        u64::MAX
+    } else {
+        (1u64 << (8 * n)) - 1
+    }
+}
+
+/// A key's first (last) bytes for the linear scan, kept beside the
+/// others (16 bytes, four to a cache line): most keys are told apart, and
+/// those of at most eight bytes matched, without reading the key itself
+/// (another cache line each).
+#[derive(Debug, Clone, Copy)]
+struct Head {
+    /// [`End::head`] of the key.
+    word: u64,
+    /// The key's length (`u32::MAX` past that: such a key matches no
+    /// text the index is asked about, which are bounded far below).
+    len: u32,
+}
+
+impl Head {
+    fn of(end: End, key: &[u8]) -> Self {
+        Head {
+            word: end.head(key),
+            len: u32::try_from(key.len()).unwrap_or(u32::MAX),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 struct AffixEntry<T> {
     key: Arc<str>,
@@ -320,8 +399,12 @@ struct AffixEntry<T> {
 struct Affixes<T> {
     end: End,
     entries: Vec<AffixEntry<T>>,
-    /// While building: where each key is in `entries`.
-    at: BuildMap<Arc<str>, usize>,
+    /// The keys' heads, in `entries` order (filed with each key, put in
+    /// order again by `freeze`).
+    heads: Vec<Head>,
+    /// While building a large set: where each key is in `entries`
+    /// (boxed: a frozen set keeps only the fields a search reads close).
+    at: Option<Box<BuildMap<Arc<str>, usize>>>,
 }
 
 impl<T: Default> Affixes<T> {
@@ -329,7 +412,8 @@ impl<T: Default> Affixes<T> {
         Affixes {
             end,
             entries: Vec::new(),
-            at: BuildMap::default(),
+            heads: Vec::new(),
+            at: None,
         }
     }
 
@@ -339,15 +423,19 @@ impl<T: Default> Affixes<T> {
         let found = if self.entries.len() <= LINEAR_AFFIXES {
             self.entries.iter().position(|e| e.key == *key)
         } else {
-            if self.at.is_empty() {
-                self.at = self
-                    .entries
-                    .iter()
-                    .enumerate()
-                    .map(|(i, e)| (e.key.clone(), i))
-                    .collect();
-            }
-            self.at.get(&**key).copied()
+            let entries = &self.entries;
+            self.at
+                .get_or_insert_with(|| {
+                    Box::new(
+                        entries
+                            .iter()
+                            .enumerate()
+                            .map(|(i, e)| (e.key.clone(), i))
+                            .collect(),
+                    )
+                })
+                .get(&**key)
+                .copied()
         };
         let at = match found {
             Some(at) => at,
@@ -357,9 +445,10 @@ impl<T: Default> Affixes<T> {
                     parent: NO_PARENT,
                     value: T::default(),
                 });
+                self.heads.push(Head::of(self.end, key.as_bytes()));
                 let at = self.entries.len() - 1;
-                if !self.at.is_empty() {
-                    self.at.insert(Arc::clone(key), at);
+                if let Some(map) = &mut self.at {
+                    map.insert(Arc::clone(key), at);
                 }
                 at
             }
@@ -371,7 +460,7 @@ impl<T: Default> Affixes<T> {
 impl<T> Affixes<T> {
     /// Sorts the keys and links each to its longest affix among them.
     fn freeze(&mut self) {
-        self.at = BuildMap::default();
+        self.at = None;
         let end = self.end;
         self.entries
             .sort_unstable_by(|a, b| end.cmp(a.key.as_bytes(), b.key.as_bytes()));
@@ -389,6 +478,11 @@ impl<T> Affixes<T> {
             self.entries[i].parent = chain.last().map_or(NO_PARENT, |&p| p as u32);
             chain.push(i);
         }
+        self.heads = self
+            .entries
+            .iter()
+            .map(|e| Head::of(end, e.key.as_bytes()))
+            .collect();
     }
 
     fn is_empty(&self) -> bool {
@@ -399,12 +493,21 @@ impl<T> Affixes<T> {
     #[inline]
     fn each<'s>(&'s self, text: &[u8], mut each: impl FnMut(&'s T)) {
         if self.entries.len() <= LINEAR_AFFIXES {
-            // A few keys: comparing each is cheaper than searching.
-            for e in &self.entries {
-                let hit = match self.end {
-                    End::Start => super::glob::starts_with_bytes(text, e.key.as_bytes()),
-                    End::End => super::glob::ends_with_bytes(text, e.key.as_bytes()),
-                };
+            // A few keys: comparing each is cheaper than searching. The
+            // heads tell most apart; a longer key's rest is read only
+            // when its first (last) eight bytes match.
+            let end = self.end;
+            let head = end.head(text);
+            for (h, e) in self.heads.iter().zip(&self.entries) {
+                let len = h.len as usize;
+                if len > text.len() || head & low_bytes(len) != h.word {
+                    continue;
+                }
+                let hit = len <= 8
+                    || match end {
+                        End::Start => super::glob::starts_with_bytes(text, e.key.as_bytes()),
+                        End::End => super::glob::ends_with_bytes(text, e.key.as_bytes()),
+                    };
                 if hit {
                     each(&e.value);
                 }
@@ -447,7 +550,10 @@ struct Literal {
 #[derive(Debug, Clone)]
 struct Table {
     /// Literal names, hashed by [`text_hash`] (looked up by folded bytes).
-    literal: HashTable<(Arc<str>, Literal)>,
+    ///
+    /// Keys are held in the entry (up to 23 bytes; a longer one is
+    /// shared), so a look-up that finds its entry reads no other memory.
+    literal: HashTable<(SmolStr, Literal)>,
     prefixes: Affixes<CandList>,
     suffixes: Affixes<CandList>,
     all: Vec<Cand>,
@@ -547,14 +653,14 @@ impl Table {
         // Sized once for every name filed (a name filed twice leaves a
         // little room unused).
         let pending = std::mem::take(&mut self.pending);
-        let rehash = |(key, _): &(Arc<str>, Literal)| text_hash(key.as_bytes());
+        let rehash = |(key, _): &(SmolStr, Literal)| text_hash(key.as_bytes());
         self.literal.reserve(pending.len(), rehash);
         for (name, cand) in pending {
             let hash = text_hash(name.as_bytes());
             let entry = self
                 .literal
-                .entry(hash, |(key, _)| *key == name, rehash)
-                .or_insert_with(|| (name, Literal::default()));
+                .entry(hash, |(key, _)| **key == *name, rehash)
+                .or_insert_with(|| (SmolStr::new(&*name), Literal::default()));
             entry.into_mut().1.cands.push(cand);
         }
         // Every source of candidates in file order, so that a request
@@ -660,7 +766,9 @@ impl Table {
 /// of the `tools {}` block: exclude as list 0, include as list 2).
 #[derive(Debug, Clone)]
 pub struct Lookup {
-    servers: HashTable<(Arc<str>, Table)>,
+    /// Literal servers' tables, by folded id (held in the entry, as
+    /// [`Table::literal`]'s keys are).
+    servers: HashTable<(SmolStr, Table)>,
     any: Table,
     server_prefixes: Affixes<Table>,
     server_suffixes: Affixes<Table>,
@@ -824,13 +932,16 @@ impl Lookup {
         self.server_suffixes.freeze();
         self.merge_shared();
         let building = std::mem::take(&mut self.building);
-        let rehash = |(key, _): &(Arc<str>, Table)| text_hash(key.as_bytes());
+        let rehash = |(key, _): &(SmolStr, Table)| text_hash(key.as_bytes());
         self.servers.reserve(building.len(), rehash);
         for (server, mut table) in building {
             table.freeze();
             // Each server once: `building` holds each literal server once.
-            self.servers
-                .insert_unique(text_hash(server.as_bytes()), (server, table), rehash);
+            self.servers.insert_unique(
+                text_hash(server.as_bytes()),
+                (SmolStr::new(&*server), table),
+                rehash,
+            );
         }
         self.any.freeze();
         for e in &mut self.server_prefixes.entries {
@@ -1101,6 +1212,89 @@ mod tests {
             name in "[aAb_.-]{0,5}|é",
         ) {
             agree(&specs, &server, &name)?;
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1000))]
+        /// The heads the short scan reads (eight bytes at an end, a key's
+        /// rest only past them) find exactly the keys a text starts or
+        /// ends with: keys and texts of 0 to 20 bytes, around the eight
+        /// a head holds, before and after `freeze`.
+        #[test]
+        fn affix_heads_find_exactly_the_keys_at_an_end(
+            keys in prop::collection::vec("[ab_]{0,20}", 0..LINEAR_AFFIXES + 4),
+            texts in prop::collection::vec("[ab_]{0,20}", 1..8),
+        ) {
+            for end in [End::Start, End::End] {
+                let mut set: Affixes<Vec<usize>> = Affixes::new(end);
+                for (i, k) in keys.iter().enumerate() {
+                    set.entry(&Arc::from(k.as_str())).push(i);
+                }
+                for frozen in [false, true] {
+                    if frozen {
+                        set.freeze();
+                    } else if keys.len() > LINEAR_AFFIXES {
+                        // Only a short set is searched before `freeze`.
+                        continue;
+                    }
+                    // Texts near each key too: itself, longer at either
+                    // end, and one byte changed at either end.
+                    let near = keys.iter().flat_map(|k| {
+                        let flip = |at: usize| {
+                            let mut b = k.clone().into_bytes();
+                            if let Some(c) = b.get_mut(at) {
+                                *c = if *c == b'a' { b'b' } else { b'a' };
+                            }
+                            String::from_utf8(b).unwrap()
+                        };
+                        [
+                            k.clone(),
+                            format!("{k}_"),
+                            format!("_{k}"),
+                            flip(0),
+                            flip(k.len().saturating_sub(1)),
+                            flip(8),
+                            flip(k.len().saturating_sub(9)),
+                        ]
+                    });
+                    for text in texts.iter().cloned().chain(near) {
+                        let text = &text;
+                        let mut got: Vec<usize> = Vec::new();
+                        set.each(text.as_bytes(), |v| got.extend(v));
+                        got.sort_unstable();
+                        let want: Vec<usize> = (0..keys.len())
+                            .filter(|&i| match end {
+                                End::Start => text.starts_with(&keys[i]),
+                                End::End => text.ends_with(&keys[i]),
+                            })
+                            .collect();
+                        prop_assert_eq!(got, want, "{:?} {} {}", end, text, frozen);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The word of a few bytes read with overlapping loads is the bytes
+    /// padded with zeros, at every length (and the head at each end is
+    /// what its definition says).
+    #[test]
+    fn short_words_are_the_bytes_padded() {
+        let bytes: Vec<u8> = (1..=20u8).map(|b| b.wrapping_mul(37)).collect();
+        for n in 0..=bytes.len() {
+            let text = &bytes[..n];
+            let mut padded = [0u8; 8];
+            for (to, from) in padded.iter_mut().zip(text) {
+                *to = *from;
+            }
+            assert_eq!(short_word(text), u64::from_le_bytes(padded), "{n}");
+            assert_eq!(End::Start.head(text), u64::from_le_bytes(padded), "{n}");
+            let mut last = [0u8; 8];
+            for (to, from) in last.iter_mut().zip(text.iter().rev()) {
+                *to = *from;
+            }
+            assert_eq!(End::End.head(text), u64::from_le_bytes(last), "{n}");
         }
     }
 
