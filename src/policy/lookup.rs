@@ -354,11 +354,8 @@ impl End {
 /// A word with its low `n` bytes set (all of them for `n >= 8`).
 #[inline]
 fn low_bytes(n: usize) -> u64 {
-    if n >= 8 {
-        u64::MAX
-    } else {
-        (1u64 << (8 * n)) - 1
-    }
+    let n = n.min(8) as u32;
+    u64::MAX.checked_shr(64 - 8 * n).unwrap_or(0)
 }
 
 /// A key's first (last) bytes for the linear scan, kept beside the
@@ -402,6 +399,8 @@ struct Affixes<T> {
     /// The keys' heads, in `entries` order (filed with each key, put in
     /// order again by `freeze`).
     heads: Vec<Head>,
+    /// Frozen: the keys are sorted at this end.
+    sorted: bool,
     /// While building a large set: where each key is in `entries`
     /// (boxed: a frozen set keeps only the fields a search reads close).
     at: Option<Box<BuildMap<Arc<str>, usize>>>,
@@ -413,6 +412,7 @@ impl<T: Default> Affixes<T> {
             end,
             entries: Vec::new(),
             heads: Vec::new(),
+            sorted: false,
             at: None,
         }
     }
@@ -446,6 +446,7 @@ impl<T: Default> Affixes<T> {
                     value: T::default(),
                 });
                 self.heads.push(Head::of(self.end, key.as_bytes()));
+                self.sorted = false;
                 let at = self.entries.len() - 1;
                 if let Some(map) = &mut self.at {
                     map.insert(Arc::clone(key), at);
@@ -483,6 +484,7 @@ impl<T> Affixes<T> {
             .iter()
             .map(|e| Head::of(end, e.key.as_bytes()))
             .collect();
+        self.sorted = true;
     }
 
     fn is_empty(&self) -> bool {
@@ -498,10 +500,20 @@ impl<T> Affixes<T> {
             // when its first (last) eight bytes match.
             let end = self.end;
             let head = end.head(text);
-            for (h, e) in self.heads.iter().zip(&self.entries) {
+            // Sorted, the keys that share the text's byte at this end (a
+            // head's lowest byte) are one run, found by a binary search;
+            // only the empty key, first of all, is outside it.
+            if self.sorted {
+                if let (Some(h), Some(e)) = (self.heads.first(), self.entries.first()) {
+                    if h.len == 0 {
+                        each(&e.value);
+                    }
+                }
+            }
+            let mut try_key = |h: &Head, e: &'s AffixEntry<T>| {
                 let len = h.len as usize;
                 if len > text.len() || head & low_bytes(len) != h.word {
-                    continue;
+                    return;
                 }
                 let hit = len <= 8
                     || match end {
@@ -511,7 +523,18 @@ impl<T> Affixes<T> {
                 if hit {
                     each(&e.value);
                 }
+            };
+            let keys = self.heads.iter().zip(&self.entries);
+            if !self.sorted {
+                keys.for_each(|(h, e)| try_key(h, e));
+                return;
             }
+            let byte = head as u8;
+            let from = self.heads.partition_point(|h| (h.word as u8) < byte);
+            keys.skip(from)
+                .take_while(|(h, _)| h.word as u8 == byte)
+                .filter(|(h, _)| h.len > 0)
+                .for_each(|(h, e)| try_key(h, e));
             return;
         }
         let end = self.end;
