@@ -149,7 +149,6 @@ pub struct Policy {
     pub(crate) lists: [RuleList; 3],
     /// The targets of the three lists, one index per kind of request.
     pub(crate) index: [Lookup; 3],
-    /// `trusted "id", ...` as a set hashed without SipHash.
     pub(crate) source: Arc<SourceFile>,
     pub(crate) span: Span,
     pub(crate) name_span: Span,
