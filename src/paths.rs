@@ -76,46 +76,58 @@ pub fn inside(value: &str, root: &str) -> bool {
     }
 }
 
-/// Segments an ASCII path is canonicalized in without allocating.
-const STACK_SEGMENTS: usize = 32;
-
-/// [`inside`] for an ASCII path of up to [`STACK_SEGMENTS`] segments,
-/// without building the canonical path: NFC leaves ASCII as it is, and the
-/// canonical path is inside the root exactly when its segments begin with
-/// the root's. `None` for any other path (then [`canonicalize`] decides).
+/// [`inside`] for an ASCII path, in one pass and without building the
+/// canonical path: NFC leaves ASCII as it is, and the canonical path is
+/// inside the root exactly when its segments begin with the root's. So the
+/// pass keeps only how deep the path is so far and how many of its leading
+/// segments are the root's (a `..` can only shorten that run, and a segment
+/// lengthens it only when it follows the whole run). `None` for a path that
+/// is not ASCII (then [`canonicalize`] decides).
 fn inside_ascii(value: &str, root: &str) -> Option<bool> {
-    if !value.is_ascii() {
-        return None;
-    }
-    if value.bytes().any(|b| b == 0 || b == b'\\') {
-        return Some(false);
-    }
-    fn push<'a>(segments: &mut [&'a str], len: &mut usize, s: &'a str) -> Option<()> {
-        *segments.get_mut(*len)? = s;
-        *len += 1;
-        Some(())
-    }
-    let mut segments: [&str; STACK_SEGMENTS] = [""; STACK_SEGMENTS];
-    let mut len = 0;
-    if !value.starts_with('/') {
-        for s in root.split('/').filter(|s| !s.is_empty()) {
-            push(&mut segments, &mut len, s)?;
+    let root = root.as_bytes();
+    // A canonical root is `/` or `/a/b`: its segments follow each `/`.
+    let root_segments = root.iter().filter(|&&b| b == b'/').count() - usize::from(root == b"/");
+    let bytes = value.as_bytes();
+    // The path's depth, how many of its leading segments match the root's,
+    // and where in `root` the `/` before the next root segment is.
+    let (mut depth, mut matched, mut at) = if bytes.first() == Some(&b'/') {
+        (0, 0, 0)
+    } else {
+        (root_segments, root_segments, root.len())
+    };
+    let mut start = 0;
+    for i in 0..=bytes.len() {
+        match bytes.get(i) {
+            Some(0 | b'\\') => return Some(false),
+            Some(b) if !b.is_ascii() => return None,
+            Some(b'/') | None => {}
+            Some(_) => continue,
         }
-    }
-    for segment in value.split('/') {
+        let segment = bytes.get(start..i).unwrap_or_default();
+        start = i + 1;
         match segment {
-            "" | "." => {}
-            ".." => len = len.saturating_sub(1),
-            s => push(&mut segments, &mut len, s)?,
+            b"" | b"." => {}
+            b".." => {
+                depth = depth.saturating_sub(1);
+                if matched > depth {
+                    matched = depth;
+                    at = root.get(..at)?.iter().rposition(|&b| b == b'/')?;
+                }
+            }
+            s => {
+                if matched == depth && matched < root_segments {
+                    let rest = root.get(at + 1..)?;
+                    let len = rest.iter().position(|&b| b == b'/').unwrap_or(rest.len());
+                    if rest.get(..len) == Some(s) {
+                        matched += 1;
+                        at += 1 + len;
+                    }
+                }
+                depth += 1;
+            }
         }
     }
-    let path = segments.get(..len)?;
-    let mut rest = path.iter();
-    Some(
-        root.split('/')
-            .filter(|s| !s.is_empty())
-            .all(|r| rest.next() == Some(&r)),
-    )
+    Some(matched == root_segments)
 }
 
 #[cfg(test)]
@@ -211,9 +223,31 @@ mod tests {
         assert!(checked > 10_000);
         assert_eq!(inside_ascii("/srv/sandbox/a\\b", ROOT), Some(false));
         assert_eq!(inside_ascii("/srv/sandbox/\u{e9}", ROOT), None);
+        // No bound on the depth: the pass keeps counts, not segments.
         let deep = "/srv/sandbox".to_string() + &"/a".repeat(40);
-        assert_eq!(inside_ascii(&deep, ROOT), None);
-        assert!(inside(&deep, ROOT));
+        assert_eq!(inside_ascii(&deep, ROOT), Some(true));
+        let out = deep.clone() + &"/..".repeat(41);
+        assert_eq!(inside_ascii(&out, ROOT), Some(false));
+        assert_eq!(inside_ascii(&(out + "/../srv/sandbox"), ROOT), Some(true));
+    }
+
+    proptest::proptest! {
+        /// Longer paths than the exhaustive test's, with runs of `..` that
+        /// climb out of the root and back in: the one pass agrees with
+        /// canonicalizing.
+        #[test]
+        fn ascii_paths_of_any_depth_agree_with_canonicalize(
+            lead in proptest::bool::ANY,
+            parts in proptest::collection::vec(
+                proptest::sample::select(vec!["", ".", "..", "a", "srv", "sandbox", "sandboxed", "b\\c", "~"]),
+                0..24,
+            ),
+            root in proptest::sample::select(vec!["/", "/srv", "/srv/sandbox", "/a/a", "/a"]),
+        ) {
+            let path = format!("{}{}", if lead { "/" } else { "" }, parts.join("/"));
+            let slow = canonicalize(&path, root).is_ok_and(|p| is_within(&p, root));
+            proptest::prop_assert_eq!(inside_ascii(&path, root), Some(slow), "{} in {}", path, root);
+        }
     }
 
     #[test]
