@@ -878,15 +878,27 @@ fn global_rules(rules: &mut Rules, count: usize) {
     }
 }
 
+/// How many of the global rules a policy of `size` rules has: one at 10
+/// rules, all eight from 80 rules on.
+pub fn default_globals(size: usize) -> usize {
+    (size / 10).clamp(1, 8)
+}
+
 /// A policy of exactly `size` rules.
 pub fn policy(size: usize) -> PolicySpec {
+    policy_with(size, default_globals(size))
+}
+
+/// A policy of exactly `size` rules, the first `globals` (at most eight) of
+/// them the global rules.
+pub fn policy_with(size: usize, globals: usize) -> PolicySpec {
     let mut rng = Rng::new(0x6d63_7070_6f6c_0000 ^ size as u64);
     let mut rules = Rules {
         rules: Vec::with_capacity(size),
         next: [0; 3],
         limit: size,
     };
-    global_rules(&mut rules, (size / 10).clamp(1, 8));
+    global_rules(&mut rules, globals);
     let mut servers = Vec::new();
     while !rules.full() {
         let server = make_server(servers.len(), &mut rng);
@@ -1150,8 +1162,21 @@ impl Workload {
     /// Generates the workload of `size` rules; the request mix is sorted by
     /// what mcppol decides (the comparison then checks the other engines
     /// agree).
+    ///
+    /// `MCPPOL_BENCH_GLOBAL_RULES=8` gives every size the same global
+    /// rules (by default a 10-rule policy has one, every size from 80 rules
+    /// on all eight): a diagnostic that tells what a larger policy costs
+    /// from what its different rules cost (docs/performance.md).
     pub fn new(size: usize) -> Result<Workload, String> {
-        let spec = policy(size);
+        let globals = match std::env::var("MCPPOL_BENCH_GLOBAL_RULES") {
+            Ok(n) => n
+                .trim()
+                .parse::<usize>()
+                .map_err(|_| format!("MCPPOL_BENCH_GLOBAL_RULES={n}: not a number"))?
+                .min(size),
+            Err(_) => default_globals(size),
+        };
+        let spec = policy_with(size, globals);
         let text = spec.mcppol();
         let set =
             mcppol::PolicySet::from_text("generated.mcppol", &text).map_err(|e| e.render(false))?;
