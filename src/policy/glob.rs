@@ -153,6 +153,32 @@ pub fn same(a: &[u8], b: &[u8]) -> bool {
     }
 }
 
+/// Up to seven bytes as a little-endian word padded with zeros (longer
+/// texts give their first eight), in a few overlapping loads: a copy of a
+/// length not known at compile time would call `memcpy`, a loop a step a
+/// byte. Folding, hashing and the index's affix heads read short texts so.
+#[inline]
+pub fn short_word(bytes: &[u8]) -> u64 {
+    let n = bytes.len();
+    let at = |i: usize| u64::from(bytes.get(i).copied().unwrap_or(0));
+    let u32_at = |i: usize| {
+        bytes
+            .get(i..)
+            .and_then(|b| b.first_chunk::<4>())
+            .map_or(0, |w| u64::from(u32::from_le_bytes(*w)))
+    };
+    match n {
+        0 => 0,
+        // The middle byte may be the first or last one again: or-ing a
+        // byte into its own place changes nothing.
+        1..=3 => at(0) | (at(n / 2) << (8 * (n / 2))) | (at(n - 1) << (8 * (n - 1))),
+        4..=7 => u32_at(0) | (u32_at(n - 4) << (8 * (n - 4))),
+        _ => bytes
+            .first_chunk::<8>()
+            .map_or(0, |w| u64::from_le_bytes(*w)),
+    }
+}
+
 /// `text.starts_with(prefix)`, through [`same`].
 #[inline]
 pub fn starts_with(text: &str, prefix: &str) -> bool {

@@ -32,34 +32,9 @@ use hashbrown::HashTable;
 use smallvec::SmallVec;
 use smol_str::SmolStr;
 
-use super::glob::{same, Glob};
+use super::glob::{same, short_word, Glob};
 use super::names::text;
 use super::CompiledRegex;
-
-/// Up to seven bytes as a little-endian word padded with zeros (longer
-/// texts give their first eight), in a few overlapping loads: a copy of a
-/// length not known at compile time would call `memcpy`.
-#[inline]
-fn short_word(bytes: &[u8]) -> u64 {
-    let n = bytes.len();
-    let at = |i: usize| u64::from(bytes.get(i).copied().unwrap_or(0));
-    let u32_at = |i: usize| {
-        bytes
-            .get(i..)
-            .and_then(|b| b.first_chunk::<4>())
-            .map_or(0, |w| u64::from(u32::from_le_bytes(*w)))
-    };
-    match n {
-        0 => 0,
-        // The middle byte may be the first or last one again: or-ing a
-        // byte into its own place changes nothing.
-        1..=3 => at(0) | (at(n / 2) << (8 * (n / 2))) | (at(n - 1) << (8 * (n - 1))),
-        4..=7 => u32_at(0) | (u32_at(n - 4) << (8 * (n - 4))),
-        _ => bytes
-            .first_chunk::<8>()
-            .map_or(0, |w| u64::from_le_bytes(*w)),
-    }
-}
 
 /// A fast, non-cryptographic string hasher (the Fx hash of rustc and
 /// Firefox). The tables are built from the policy at load time and only

@@ -153,10 +153,7 @@ fn fold_ascii_into(bytes: &[u8], out: &mut FoldBuf) -> Option<bool> {
     }
     if n < 8 {
         // One word, zero-padded (a zero byte folds to itself).
-        let w = bytes
-            .iter()
-            .rev()
-            .fold(0u64, |w, &b| (w << 8) | u64::from(b));
+        let w = super::glob::short_word(bytes);
         let (folded, diff) = fold_word(w);
         out.get_mut(..8)?.copy_from_slice(&folded.to_le_bytes());
         return (w & HIGH == 0).then_some(diff != 0);
