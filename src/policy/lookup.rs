@@ -252,12 +252,7 @@ impl Check {
     /// matches as found.
     #[inline]
     fn holds(&self, q: &Query<'_>) -> bool {
-        ((q.server_unfolded && self.server_safe)
-            || match &self.server {
-                // Most servers are literal: compared here, without a call.
-                Glob::Literal(id) => same(id.as_bytes(), q.server.as_bytes()),
-                other => other.matches(q.server),
-            })
+        ((q.server_unfolded && self.server_safe) || self.server.matches(q.server))
             && ((q.name_unfolded && self.name_safe)
                 || match &self.name {
                     NameMatcher::Glob(g) => g.matches(q.name),
