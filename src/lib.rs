@@ -108,6 +108,7 @@ pub use fingerprint::{fingerprint, FingerprintError, Lock, ToolApproval};
 pub use fmt::{format, FmtError};
 pub use host::{HostPredicate, HostPredicates};
 pub use limits::MAX_RULES;
+pub use paths::{LinkResolver, Links};
 pub use lint::{check_text, Lint, LintOptions, Listing, ListingError, LINTS};
 pub use policy::{DefaultDecision, PickError, Policy, PolicySet, Scope, Settings, Trusted};
 /// The string type of [`Decision::rule_id`], [`Decision::policy`] and

@@ -1,146 +1,113 @@
 //! Resource URI normalization (RFC 3986 section 6), applied to every
-//! resource read before any rule sees it: scheme and host lower-cased,
-//! percent-encodings of unreserved characters decoded (the others written
-//! with upper-case hex), then dot segments removed from the path (section
-//! 5.2.4), so `file:///srv/a/../../etc/passwd` is matched as
-//! `file:///etc/passwd`.
+//! resource read before any rule sees it, and sent on in place of the text
+//! the host gave ("what is decided is what is sent").
 //!
-//! A URI that cannot be normalized safely is refused: a `%` not followed by
-//! two hex digits, or a path holding an encoded `/`, `\` or NUL (`%2F`,
-//! `%5C`, `%00`), or a raw `\` or NUL, which servers read in ways the
-//! policy cannot see. The decision is then a deny (`source: request`,
-//! `reason: bad_uri`).
+//! The URI is parsed by `fluent-uri`, which holds to RFC 3986's grammar:
+//! any character the RFC does not allow (white space, control characters,
+//! raw non-ASCII, a `\`, a `%` not followed by two hex digits) is refused.
+//! WHATWG and Python parsers silently drop a tab or newline, so
+//! `file:///a/.\t./b` would reach a server as `file:///a/../b`: refusing is
+//! the only reading every server agrees with. Then `fluent-uri` normalizes
+//! (scheme and host lower-cased, percent-encodings of unreserved characters
+//! decoded and the others upper-cased, an empty or default port dropped,
+//! dot segments removed, section 5.2.4), and this module adds what it
+//! leaves:
 //!
-//! Lexical only and linear in the URI's length.
+//! - dot segments are removed from relative references and rootless paths
+//!   too (`docs/../readme.md` is `readme.md`);
+//! - a path holding an encoded `/`, `\` or NUL (`%2F`, `%5C`, `%00`) is
+//!   refused: servers decode it in ways the policy cannot see;
+//! - `file` URIs have one spelling: `file://localhost/x`, `file:/x` and
+//!   `file:////x` are all `file:///x` (several leading slashes keep one).
+//!   A `file` URI naming another host, a user, a port, or a relative path
+//!   is refused: servers differ on whether they read the host.
+//!
+//! A URI that is refused is denied (`source: request`, `reason: bad_uri`).
+//! Linear in the URI's length.
 
 use std::borrow::Cow;
 use std::fmt;
 
+use fluent_uri::normalize::Normalizer;
+use fluent_uri::UriRef;
+
 /// Why a URI cannot be normalized.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum UriError {
-    /// A `%` not followed by two hex digits.
-    BadPercent { at: usize },
+    /// A character RFC 3986 does not allow there, or a malformed part
+    /// (what `fluent-uri` refused).
+    Syntax {
+        /// The byte offset of the offending character.
+        at: usize,
+        /// What is wrong, in words.
+        what: String,
+    },
     /// `%2F`, `%5C` or `%00` in the path: an encoded `/`, `\` or NUL.
     EncodedSeparator { at: usize, what: &'static str },
-    /// A raw `\` or NUL in the path.
-    RawSeparator { at: usize, what: &'static str },
+    /// A `file` URI that names a host other than `localhost`, a user or a
+    /// port, or whose path is relative.
+    FileForm { what: &'static str },
 }
 
 impl fmt::Display for UriError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            UriError::BadPercent { at } => {
-                write!(f, "byte {at}: `%` must be followed by two hex digits")
-            }
+            UriError::Syntax { at, what } => write!(f, "byte {at}: {what}"),
             UriError::EncodedSeparator { at, what } => {
                 write!(f, "byte {at}: an encoded {what} in the path")
             }
-            UriError::RawSeparator { at, what } => write!(f, "byte {at}: a {what} in the path"),
+            UriError::FileForm { what } => write!(f, "a file URI {what}"),
         }
     }
 }
 
 impl std::error::Error for UriError {}
 
-fn is_unreserved(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')
+/// The syntax error for what `fluent-uri` refused, naming the character.
+fn syntax_error(uri: &str, e: &fluent_uri::ParseError) -> UriError {
+    use fluent_uri::ParseErrorKind as K;
+    let at = e.index();
+    let what = match e.kind() {
+        K::InvalidPctEncodedOctet => "`%` must be followed by two hex digits".to_owned(),
+        K::UnexpectedChar => match uri.get(at..).and_then(|rest| rest.chars().next()) {
+            Some(c) if c.is_whitespace() => {
+                format!("white space ({}) is not allowed in a URI", c.escape_unicode())
+            }
+            Some(c) if c.is_control() => format!(
+                "a control character ({}) is not allowed in a URI",
+                c.escape_unicode()
+            ),
+            Some(c) if !c.is_ascii() => format!(
+                "{} is not allowed in a URI (RFC 3986): percent-encode it",
+                c.escape_unicode()
+            ),
+            Some(c) => format!("`{}` is not allowed here in a URI", c.escape_default()),
+            None => "the URI ends too early".to_owned(),
+        },
+        K::InvalidIpv6Addr => "not an IPv6 address".to_owned(),
+    };
+    UriError::Syntax { at, what }
 }
 
-fn hex(b: u8) -> Option<u8> {
-    match b {
-        b'0'..=b'9' => Some(b - b'0'),
-        b'a'..=b'f' => Some(b - b'a' + 10),
-        b'A'..=b'F' => Some(b - b'A' + 10),
-        _ => None,
-    }
-}
-
-/// Which part of the URI a piece is: what it may not hold, and whether
-/// letters are lower-cased.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Part {
-    Host,
-    Path,
-    Other,
-}
-
-/// Percent-normalizes one part into `out`. `offset` is where the part
-/// starts in the whole URI (for error positions).
-fn percent(part: &str, offset: usize, kind: Part, out: &mut String) -> Result<(), UriError> {
-    let bytes = part.as_bytes();
-    let mut i = 0;
-    let mut plain = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        if kind == Part::Path && (b == b'\\' || b == 0) {
-            let what = if b == 0 { "NUL" } else { "backslash" };
-            return Err(UriError::RawSeparator {
-                at: offset + i,
-                what,
-            });
-        }
-        if b != b'%' {
-            i += 1;
-            continue;
-        }
-        let (Some(hi), Some(lo)) = (
-            bytes.get(i + 1).copied().and_then(hex),
-            bytes.get(i + 2).copied().and_then(hex),
-        ) else {
-            return Err(UriError::BadPercent { at: offset + i });
+/// Refuses an encoded `/`, `\` or NUL in `path` (which starts at `offset`
+/// of the URI); the parser has already checked every `%` has two hex
+/// digits.
+fn check_encoded_separators(path: &str, offset: usize) -> Result<(), UriError> {
+    let bytes = path.as_bytes();
+    for (i, _) in path.match_indices('%') {
+        let octet = bytes.get(i + 1..i + 3).unwrap_or_default();
+        let what = match octet.to_ascii_uppercase().as_slice() {
+            b"2F" => "`/`",
+            b"5C" => "backslash",
+            b"00" => "NUL",
+            _ => continue,
         };
-        let decoded = hi * 16 + lo;
-        if kind == Part::Path && matches!(decoded, b'/' | b'\\' | 0) {
-            let what = match decoded {
-                b'/' => "`/`",
-                b'\\' => "backslash",
-                _ => "NUL",
-            };
-            return Err(UriError::EncodedSeparator {
-                at: offset + i,
-                what,
-            });
-        }
-        push_plain(&part[plain..i], kind, out);
-        if is_unreserved(decoded) {
-            let c = char::from(decoded);
-            out.push(if kind == Part::Host {
-                c.to_ascii_lowercase()
-            } else {
-                c
-            });
-        } else {
-            out.push('%');
-            out.push(char::from(b"0123456789ABCDEF"[usize::from(hi)]));
-            out.push(char::from(b"0123456789ABCDEF"[usize::from(lo)]));
-        }
-        i += 3;
-        plain = i;
+        return Err(UriError::EncodedSeparator {
+            at: offset + i,
+            what,
+        });
     }
-    push_plain(&part[plain..], kind, out);
     Ok(())
-}
-
-fn push_plain(text: &str, kind: Part, out: &mut String) {
-    if kind == Part::Host {
-        out.extend(text.chars().map(|c| c.to_ascii_lowercase()));
-    } else {
-        out.push_str(text);
-    }
-}
-
-/// The length of a scheme at the start of `uri` (`ALPHA *( ALPHA / DIGIT /
-/// "+" / "-" / "." )` followed by `:`), if it has one.
-fn scheme_len(uri: &str) -> Option<usize> {
-    let bytes = uri.as_bytes();
-    if !bytes.first()?.is_ascii_alphabetic() {
-        return None;
-    }
-    let end = bytes
-        .iter()
-        .position(|b| !(b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.')))?;
-    (bytes[end] == b':').then_some(end)
 }
 
 /// RFC 3986 section 5.2.4, on an already percent-normalized path.
@@ -181,88 +148,112 @@ fn pop_segment(out: &mut String) {
     }
 }
 
-/// Whether `uri` is certainly normal already: nothing to decode or
-/// refuse, no upper case in scheme or host, no `.` or `..` segment. Lets the
-/// common case through without allocating.
-fn is_normal(uri: &str) -> bool {
-    if uri.bytes().any(|b| matches!(b, b'%' | b'\\' | 0)) {
-        return false;
-    }
-    let mut at = 0;
-    if let Some(len) = scheme_len(uri) {
-        if uri[..len].bytes().any(|b| b.is_ascii_uppercase()) {
-            return false;
+/// The parts of a parsed URI reference, as text.
+struct Parts<'a> {
+    scheme: Option<&'a str>,
+    authority: Option<&'a str>,
+    path: &'a str,
+    query: Option<&'a str>,
+    fragment: Option<&'a str>,
+}
+
+impl<'a> Parts<'a> {
+    fn of(r: &'a UriRef<&'a str>) -> Self {
+        Parts {
+            scheme: r.scheme().map(|s| s.as_str()),
+            authority: r.authority().map(|a| a.as_str()),
+            path: r.path().as_str(),
+            query: r.query().map(|q| q.as_str()),
+            fragment: r.fragment().map(|f| f.as_str()),
         }
-        at = len + 1;
     }
-    let hier_end = uri[at..].find(['?', '#']).map_or(uri.len(), |i| i + at);
-    let mut path = &uri[at..hier_end];
-    if let Some(rest) = path.strip_prefix("//") {
-        let auth_end = rest.find('/').unwrap_or(rest.len());
-        let authority = &rest[..auth_end];
-        let host = &authority[authority.rfind('@').map_or(0, |i| i + 1)..];
-        if host.bytes().any(|b| b.is_ascii_uppercase()) {
-            return false;
+
+    fn write(&self, path: &str) -> String {
+        let mut out = String::with_capacity(path.len() + 16);
+        if let Some(scheme) = self.scheme {
+            out.push_str(scheme);
+            out.push(':');
         }
-        path = &rest[auth_end..];
+        if let Some(authority) = self.authority {
+            out.push_str("//");
+            out.push_str(authority);
+        }
+        out.push_str(path);
+        if let Some(query) = self.query {
+            out.push('?');
+            out.push_str(query);
+        }
+        if let Some(fragment) = self.fragment {
+            out.push('#');
+            out.push_str(fragment);
+        }
+        out
     }
-    !path.split('/').any(|seg| seg == "." || seg == "..")
+}
+
+/// The one path of a `file` URI: `file://localhost/x`, `file:/x`,
+/// `file:////x` are `file:///x`.
+fn file_path<'p>(path: &'p str, uri: &UriRef<&str>) -> Result<&'p str, UriError> {
+    if let Some(authority) = uri.authority() {
+        if authority.userinfo().is_some() || authority.port().is_some() {
+            return Err(UriError::FileForm {
+                what: "names a user or a port",
+            });
+        }
+        let host = authority.host();
+        if !(host.is_empty() || host.eq_ignore_ascii_case("localhost")) {
+            return Err(UriError::FileForm {
+                what: "names a host other than `localhost`",
+            });
+        }
+    }
+    if !path.starts_with('/') {
+        return Err(UriError::FileForm {
+            what: "has a relative path",
+        });
+    }
+    Ok(&path[path.len() - path.trim_start_matches('/').len() - 1..])
 }
 
 /// Normalizes a resource URI; borrows when it is already normal.
 pub fn normalize(uri: &str) -> Result<Cow<'_, str>, UriError> {
-    if is_normal(uri) {
-        return Ok(Cow::Borrowed(uri));
+    let raw = UriRef::parse(uri).map_err(|e| syntax_error(uri, &e))?;
+    let path_at = raw.path().as_str().as_ptr() as usize - uri.as_ptr() as usize;
+    check_encoded_separators(raw.path().as_str(), path_at)?;
+    let normal = Normalizer::new()
+        .normalize(&raw)
+        .map_err(|_| UriError::Syntax {
+            at: path_at,
+            what: "the path climbs above its root".to_owned(),
+        })?;
+    let normal = normal.borrow();
+    let mut parts = Parts::of(&normal);
+    // fluent-uri leaves dot segments in relative references and rootless
+    // paths (and writes `/.//` for a path that would start with `//`); they
+    // go here too, a relative path staying relative.
+    let mut path = Cow::Borrowed(parts.path);
+    if path.split('/').any(|s| s == "." || s == "..") {
+        let clean = remove_dot_segments(&path);
+        path = match clean.strip_prefix('/') {
+            Some(rest) if !path.starts_with('/') => Cow::Owned(rest.to_owned()),
+            _ => Cow::Owned(clean),
+        };
     }
-    normalize_fully(uri)
-}
-
-/// [`normalize`] without the quick check.
-fn normalize_fully(uri: &str) -> Result<Cow<'_, str>, UriError> {
-    let mut out = String::with_capacity(uri.len());
-    let mut at = 0;
-    if let Some(len) = scheme_len(uri) {
-        out.extend(uri[..len].chars().map(|c| c.to_ascii_lowercase()));
-        out.push(':');
-        at = len + 1;
+    if parts.scheme == Some("file") {
+        path = Cow::Owned(file_path(&path, &normal)?.to_owned());
+        parts.authority = Some("");
     }
-    // The fragment, then the query, end the hierarchical part.
-    let hier_end = uri[at..].find(['?', '#']).map_or(uri.len(), |i| i + at);
-    let mut path_start = at;
-    if uri[at..hier_end].starts_with("//") {
-        let auth_start = at + 2;
-        let auth_end = uri[auth_start..hier_end]
-            .find('/')
-            .map_or(hier_end, |i| i + auth_start);
-        let authority = &uri[auth_start..auth_end];
-        out.push_str("//");
-        // Only the host is case-insensitive; user information is not.
-        let host_at = authority.rfind('@').map_or(0, |i| i + 1);
-        percent(&authority[..host_at], auth_start, Part::Other, &mut out)?;
-        percent(
-            &authority[host_at..],
-            auth_start + host_at,
-            Part::Host,
-            &mut out,
-        )?;
-        path_start = auth_end;
+    // Written out, the path must read back as a path: `//x` without an
+    // authority would become a host, and `a:b` first a scheme.
+    if parts.authority.is_none() && path.starts_with("//") {
+        path = Cow::Owned(format!("/.{path}"));
+    } else if parts.scheme.is_none()
+        && parts.authority.is_none()
+        && path.split('/').next().is_some_and(|s| s.contains(':'))
+    {
+        path = Cow::Owned(format!("./{path}"));
     }
-    let mut path = String::with_capacity(hier_end - path_start);
-    percent(
-        &uri[path_start..hier_end],
-        path_start,
-        Part::Path,
-        &mut path,
-    )?;
-    let clean = remove_dot_segments(&path);
-    // A relative path stays relative: `docs/../readme.md` is `readme.md`,
-    // not the `/readme.md` section 5.2.4 leaves.
-    let clean = match clean.strip_prefix('/') {
-        Some(rest) if !path.starts_with('/') && path_start == at => rest,
-        _ => &clean,
-    };
-    out.push_str(clean);
-    percent(&uri[hier_end..], hier_end, Part::Other, &mut out)?;
+    let out = parts.write(&path);
     if out == uri {
         Ok(Cow::Borrowed(uri))
     } else {
@@ -316,7 +307,8 @@ mod tests {
             "file:///home/secret"
         );
         assert_eq!(n("s3://User@Bucket/Key"), "s3://User@bucket/Key");
-        assert_eq!(n("x:/é/../ü"), "x:/ü");
+        assert_eq!(n("x:/%C3%A9/../%C3%BC"), "x:/%C3%BC");
+        assert_eq!(n("https://h:443/a"), "https://h/a");
     }
 
     #[test]
@@ -334,6 +326,7 @@ mod tests {
     fn what_cannot_be_normalized() {
         for uri in [
             "file:///a%2Fb",
+            "file:///a%2fb",
             "file:///a%2f..%2fetc",
             "file:///a%5Cb",
             "file:///a%00b",
@@ -352,16 +345,17 @@ mod tests {
     }
 
     #[test]
-    fn the_quick_check_agrees_with_normalizing() {
+    fn normalizing_twice_changes_nothing() {
         let pieces = [
-            "a", "A", "/", ".", "..", "%2e", "%41", "?", "#", "//", "@", ":", "x:", "é", "\\",
+            "a", "A", "/", ".", "..", "%2e", "%41", "?", "#", "//", "@", ":", "x:", "file:",
+            "%C3%A9",
         ];
         // Every string of up to four pieces.
         let mut stack: Vec<(String, usize)> = vec![(String::new(), 0)];
         while let Some((s, count)) = stack.pop() {
-            if is_normal(&s) {
-                let full = normalize_fully(&s).map(Cow::into_owned);
-                assert_eq!(full, Ok(s.clone()), "{s:?} is not normal");
+            if let Ok(once) = normalize(&s) {
+                let twice = normalize(&once).map(Cow::into_owned);
+                assert_eq!(twice, Ok(once.clone().into_owned()), "{s:?}");
             }
             if count < 4 {
                 for p in pieces {
@@ -369,6 +363,63 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn white_space_and_control_characters_are_refused() {
+        // WHATWG and Python parsers drop these: `.\t.` reaches them as `..`.
+        for uri in [
+            "file:///srv/sandbox/.\t./secret.txt",
+            "file:///e\ttc/passwd",
+            " file:///etc/passwd",
+            "file:///etc/passwd ",
+            "file:///etc/pa\nsswd",
+            "file:///etc/pa\rsswd",
+            "file:///a b",
+            "file:///a\u{7f}b",
+            "file:///a\u{85}b",
+            "file:///a\u{202e}b",
+            "file:///a\u{200b}b",
+            "file:///caf\u{e9}",
+            "http://h/a|b",
+            "file:///a\"b",
+        ] {
+            let e = normalize(uri).expect_err(uri);
+            assert!(matches!(e, UriError::Syntax { .. }), "{uri}: {e}");
+        }
+        let e = normalize("file:///a\tb").expect_err("tab");
+        assert_eq!(
+            e.to_string(),
+            "byte 9: white space (\\u{9}) is not allowed in a URI"
+        );
+    }
+
+    #[test]
+    fn file_uris_have_one_spelling() {
+        for uri in [
+            "file:///etc/passwd",
+            "file://localhost/etc/passwd",
+            "file://LOCALHOST/etc/passwd",
+            "file:/etc/passwd",
+            "file:////etc/passwd",
+            "file://///etc/passwd",
+            "file://localhost//etc/passwd",
+            "FILE:///etc/./passwd",
+            "file:///tmp/../etc/passwd",
+        ] {
+            assert_eq!(n(uri), "file:///etc/passwd", "{uri}");
+        }
+        assert_eq!(n("file:"), "error: a file URI has a relative path");
+        assert_eq!(n("file:etc/passwd"), "error: a file URI has a relative path");
+        assert_eq!(
+            n("file://evil/etc/passwd"),
+            "error: a file URI names a host other than `localhost`"
+        );
+        assert_eq!(
+            n("file://u@localhost/etc/passwd"),
+            "error: a file URI names a user or a port"
+        );
+        assert_eq!(n("file:///%2e%2e/etc"), "file:///etc");
     }
 
     #[test]

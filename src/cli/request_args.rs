@@ -50,10 +50,16 @@ pub struct RequestArgs {
     /// `tainted` test fails closed.
     #[arg(long = "taint-unknown")]
     pub taint_unknown: bool,
-    /// The folder the agent works in: what `$CWD` path roots stand for.
-    /// Without it, a test on a `$CWD` root fails closed.
+    /// The folder the agent works in: what `$CWD` path roots stand for and
+    /// what a relative path is placed against. Without it, a test on a
+    /// `$CWD` root or on a relative path fails closed.
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<String>,
+    /// The tool acts on this machine (as behind a hook or a stdio server):
+    /// path tests read its symbolic links first, unless the policy sets
+    /// `resolve_links off`.
+    #[arg(long = "local-tool")]
+    pub local_tool: bool,
     /// Who the call is made for.
     #[arg(long, value_name = "P")]
     pub principal: Option<String>,
@@ -129,6 +135,7 @@ impl RequestArgs {
             trust_server: self.trust_server,
             cwd: self.cwd.clone(),
             taint_unknown: self.taint_unknown,
+            local_tool: self.local_tool,
         };
         spec.build("--")
     }

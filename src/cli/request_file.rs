@@ -45,6 +45,9 @@ struct RequestJson {
     /// The taint could not be told: every `tainted` test fails closed.
     #[serde(default)]
     taint_unknown: bool,
+    /// The tool acts on this machine: its symbolic links are resolved.
+    #[serde(default)]
+    local_tool: bool,
     /// Host predicate values: `{"NAME": true | false | "error"}`.
     #[serde(default)]
     host: BTreeMap<String, Value>,
@@ -117,6 +120,7 @@ impl RequestJson {
             trust_server: self.trust_server,
             cwd: self.cwd,
             taint_unknown: self.taint_unknown,
+            local_tool: self.local_tool,
         };
         let request = spec.build("")?;
         Ok(FileRequest {

@@ -369,6 +369,7 @@ fn setting_spans(asts: &[&SettingAst]) -> SettingSpans {
         let slot = match crate::syntax::keywords::Setting::from_name(&ast.name.node) {
             Some(Setting::Default) => &mut spans.default,
             Some(Setting::PinTools) => &mut spans.pin_tools,
+            Some(Setting::ResolveLinks) => &mut spans.resolve_links,
             Some(Setting::Scope) => &mut spans.scope,
             Some(Setting::Roots) => &mut spans.roots,
             // No step of an explanation is decided by these.

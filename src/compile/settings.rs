@@ -65,6 +65,11 @@ impl<'f> Compiler<'_, 'f> {
                         settings.allow_new_tools = v == Switch::On;
                     }
                 }
+                Setting::ResolveLinks => {
+                    if let Some(v) = self.one_word(ast, Switch::from_name, Switch::names()) {
+                        settings.resolve_links = Some(v == Switch::On);
+                    }
+                }
                 Setting::Scope => self.scope(ast, &mut settings),
                 Setting::Trusted => self.trusted(ast, &mut settings),
                 Setting::Roots => settings.roots = self.roots(ast),

@@ -17,7 +17,7 @@ use serde_json::{Map, Number, Value};
 use super::raw_args::{self, RawArgs};
 use super::sink::{HostCall, Reached, Sink};
 use super::Request;
-use crate::paths;
+use crate::paths::{self, Links};
 use crate::policy::glob::same;
 use crate::policy::{AnnotationKey, Cond, Operand, Pred, Quantifier, Step, Test};
 use crate::syntax::CompareOp;
@@ -63,6 +63,12 @@ pub(crate) struct Facts<'r> {
     /// test it.
     raw_key_reads: Cell<u8>,
     built_args: OnceCell<Result<Value, ()>>,
+    /// How path tests resolve symbolic links: the request's way, unless
+    /// the policy's `resolve_links` says otherwise.
+    links: Links<'r>,
+    /// The request's working folder, canonical (`None` when it has none
+    /// or it is not an absolute path), once a path test needs it.
+    cwd: OnceCell<Option<String>>,
 }
 
 /// How many selectors a decision answers by reading one key from the
@@ -79,7 +85,26 @@ impl<'r> Facts<'r> {
             trusted,
             raw_key_reads: Cell::new(0),
             built_args: OnceCell::new(),
+            links: request.links,
+            cwd: OnceCell::new(),
         }
+    }
+
+    /// The policy's `resolve_links`, where written, over the request's.
+    pub fn with_resolve_links(mut self, setting: Option<bool>) -> Self {
+        self.links = match (setting, self.request.links) {
+            (Some(false), _) => Links::Off,
+            (Some(true), Links::Off) => Links::ThisMachine,
+            (_, links) => links,
+        };
+        self
+    }
+
+    /// The canonical working folder relative paths are placed against.
+    pub fn cwd(&self) -> Option<&str> {
+        self.cwd
+            .get_or_init(|| paths::canonical_cwd(self.request.cwd))
+            .as_deref()
     }
 
     /// The arguments text `raw` built into a `Value`, once per decision.
@@ -650,7 +675,7 @@ fn eval_selected<S: Sink>(pred: &Pred, facts: &Facts<'_>, sink: &mut S) -> Tri {
             };
             quantify(facts, operand, q, true, OnMissing::NoMatch, sink, |leaf| {
                 leaf.as_str()
-                    .is_some_and(|s| paths::inside(s, &root))
+                    .is_some_and(|s| paths::inside(s, &root, facts.cwd(), facts.links))
                     .into()
             })
         }
@@ -659,7 +684,8 @@ fn eval_selected<S: Sink>(pred: &Pred, facts: &Facts<'_>, sink: &mut S) -> Tri {
                 return Tri::Failed;
             };
             quantify(facts, operand, q, true, OnMissing::NoMatch, sink, |leaf| {
-                (!leaf.as_str().is_some_and(|s| paths::inside(s, &root))).into()
+                let inside = |s| paths::inside(s, &root, facts.cwd(), facts.links);
+                (!leaf.as_str().is_some_and(inside)).into()
             })
         }
     }

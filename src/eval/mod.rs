@@ -322,7 +322,8 @@ pub(crate) fn run<S: Sink>(policy: &Policy, request: &Request<'_>, sink: &mut S)
     // which also finds whether the policy trusts the server.
     let mut cands = Cands::new();
     let listed = policy.index(kind).candidates(&query, &mut cands);
-    let facts = Facts::new(request, trusted_given(policy, request, || listed));
+    let facts = Facts::new(request, trusted_given(policy, request, || listed))
+        .with_resolve_links(settings.resolve_links);
 
     if let Some((rule, m)) = first_loose(policy, Effect::Deny, kind, &cands, &facts, sink) {
         let reason = match m {
@@ -331,18 +332,27 @@ pub(crate) fn run<S: Sink>(policy: &Policy, request: &Request<'_>, sink: &mut S)
         };
         return by_rule(Verdict::Deny, Source::Deny, reason, rule);
     }
-    if kind == TargetKind::Tool {
-        sink.pin(policy, request.approval, approver);
-        if settings.pin_tools && request.approval == ToolApproval::Changed {
-            let verdict = if approver {
-                Verdict::Ask
-            } else {
-                Verdict::Deny
-            };
-            return Decision::new(verdict, Source::Pin, Reason::DefinitionChanged);
-        }
+    // The pin only tightens: a changed tool is asked about (or denied,
+    // without an approver) only where a later stage would ask or allow; a
+    // call that only `default deny` decides stays denied by the default.
+    let pinned =
+        kind == TargetKind::Tool && settings.pin_tools && request.approval == ToolApproval::Changed;
+    if kind == TargetKind::Tool && !pinned {
+        sink.pin(policy, request.approval, approver, false);
     }
+    let pin = |sink: &mut S| {
+        sink.pin(policy, request.approval, approver, true);
+        let verdict = if approver {
+            Verdict::Ask
+        } else {
+            Verdict::Deny
+        };
+        Decision::new(verdict, Source::Pin, Reason::DefinitionChanged)
+    };
     if let Some((rule, m)) = first_loose(policy, Effect::Ask, kind, &cands, &facts, sink) {
+        if pinned {
+            return pin(sink);
+        }
         return match (approver, m) {
             (false, _) => by_rule(Verdict::Deny, Source::Ask, Reason::NoApprover, rule),
             (true, Match::Yes) => by_rule(Verdict::Ask, Source::Ask, Reason::AskRule, rule),
@@ -355,7 +365,16 @@ pub(crate) fn run<S: Sink>(policy: &Policy, request: &Request<'_>, sink: &mut S)
         && request.approval == ToolApproval::New
         && !settings.allow_new_tools;
     if let Some(rule) = first_allow(policy, kind, &cands, &query, &facts, exact_only, sink) {
+        if pinned {
+            return pin(sink);
+        }
         return by_rule(Verdict::Allow, Source::Allow, Reason::AllowRule, rule);
+    }
+    if pinned && settings.default == DefaultDecision::Ask {
+        return pin(sink);
+    }
+    if pinned {
+        sink.pin(policy, request.approval, approver, false);
     }
     let verdict = match settings.default {
         DefaultDecision::Ask if approver => Verdict::Ask,

@@ -5,6 +5,7 @@
 use serde_json::Value;
 
 use super::Request;
+use crate::paths::Links;
 use crate::fingerprint::{fingerprint, Lock, ToolApproval};
 use crate::host::HostPredicates;
 use crate::syntax::TargetKind;
@@ -25,10 +26,14 @@ pub struct RequestSpec {
     pub no_approver: bool,
     pub lock: Option<Lock>,
     pub trust_server: bool,
-    /// The working folder `$CWD` roots stand for.
+    /// The working folder `$CWD` roots stand for and relative paths are
+    /// placed against.
     pub cwd: Option<String>,
     /// The host could not tell the taint: `tainted` fails closed.
     pub taint_unknown: bool,
+    /// The tool acts on this machine: path tests resolve its symbolic
+    /// links (unless the policy sets `resolve_links off`).
+    pub local_tool: bool,
 }
 
 /// The value a host predicate is given by `--host NAME=VALUE`.
@@ -51,6 +56,7 @@ pub struct OwnedRequest {
     pub trust_server: bool,
     pub cwd: Option<String>,
     pub taint_unknown: bool,
+    pub local_tool: bool,
 }
 
 fn flag_of(kind: TargetKind) -> &'static str {
@@ -138,6 +144,7 @@ impl RequestSpec {
             trust_server: self.trust_server,
             cwd: self.cwd.clone(),
             taint_unknown: self.taint_unknown,
+            local_tool: self.local_tool,
         })
     }
 }
@@ -156,6 +163,11 @@ impl OwnedRequest {
             taint: &taint,
             taint_unknown: self.taint_unknown,
             cwd: self.cwd.as_deref(),
+            links: if self.local_tool {
+                Links::ThisMachine
+            } else {
+                Links::Off
+            },
             principal: self.principal.as_deref(),
             assigns: self.assigns.as_ref(),
             has_approver: self.has_approver,

@@ -5,6 +5,7 @@ use serde_json::Value;
 use super::raw_args::RawArgs;
 
 use crate::fingerprint::ToolApproval;
+use crate::paths::Links;
 use crate::syntax::TargetKind;
 
 /// A request to decide. Borrowed from the host's own data: building one
@@ -67,6 +68,12 @@ pub struct Request<'a> {
     /// when it is not an absolute path), a test on a `$CWD` root fails
     /// closed.
     pub cwd: Option<&'a str>,
+    /// How symbolic links are resolved in path tests where the tool acts:
+    /// [`Links::ThisMachine`] for an agent host's hook or a stdio server
+    /// this process started, [`Links::Host`] for a host's own resolver,
+    /// [`Links::Off`] (the default) for a remote server. The policy's
+    /// `resolve_links on|off` setting, where written, overrides it.
+    pub links: Links<'a>,
     /// Who the call is made for.
     pub principal: Option<&'a str>,
     /// Host data for `assigns.KEY`.
@@ -94,6 +101,7 @@ impl<'a> Request<'a> {
             taint: &[],
             taint_unknown: false,
             cwd: None,
+            links: Links::Off,
             principal: None,
             assigns: None,
             has_approver: true,
@@ -150,9 +158,16 @@ impl<'a> Request<'a> {
         self
     }
 
-    /// The working folder that `$CWD` roots stand for.
+    /// The working folder: what `$CWD` roots stand for, and what a
+    /// relative path is placed against (without one, it fails).
     pub fn with_cwd(mut self, cwd: &'a str) -> Self {
         self.cwd = Some(cwd);
+        self
+    }
+
+    /// How symbolic links are resolved where the tool acts.
+    pub fn with_links(mut self, links: Links<'a>) -> Self {
+        self.links = links;
         self
     }
 

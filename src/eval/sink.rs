@@ -67,8 +67,11 @@ pub(crate) trait Sink {
     fn visibility(&mut self, policy: &Policy, request: &Request<'_>, shown: Shown, hits: &Hits) {}
     /// A rule of the deny, ask or allow list, in file order.
     fn rule(&mut self, rule: &Rule, seen: RuleSeen) {}
-    /// The approved-fingerprint stage, for a tool.
-    fn pin(&mut self, policy: &Policy, approval: ToolApproval, approver: bool) {}
+    /// The approved-fingerprint stage, for a tool. For a changed tool it
+    /// comes once the later stages are known: `decides` when one of them
+    /// would ask or allow (the pin then decides), not when only a `deny`
+    /// default would decide (the pin only tightens).
+    fn pin(&mut self, policy: &Policy, approval: ToolApproval, approver: bool, decides: bool) {}
     /// No rule decided.
     fn default(&mut self, policy: &Policy, verdict: Verdict) {}
 

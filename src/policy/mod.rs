@@ -134,6 +134,7 @@ impl Shown {
 pub(crate) struct SettingSpans {
     pub default: Option<Span>,
     pub pin_tools: Option<Span>,
+    pub resolve_links: Option<Span>,
     pub scope: Option<Span>,
     pub roots: Option<Span>,
 }

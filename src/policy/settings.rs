@@ -57,6 +57,10 @@ pub struct Settings {
     pub pin_tools: bool,
     /// `allow_new_tools on|off` (off if not written).
     pub allow_new_tools: bool,
+    /// `resolve_links on|off`; `None` when not written: then the
+    /// enforcement point's own default holds (on where the tool acts on
+    /// this machine, off for a remote server).
+    pub resolve_links: Option<bool>,
     /// `trusted ...` (none if not written).
     pub trusted: Trusted,
     /// `roots "/srv/work", ...`: the folders a server may be given, each
@@ -74,6 +78,7 @@ impl Default for Settings {
             },
             pin_tools: true,
             allow_new_tools: false,
+            resolve_links: None,
             trusted: Trusted::None,
             roots: None,
         }

@@ -57,7 +57,7 @@ pub(crate) fn file_path(uri: &str) -> Option<String> {
         return None;
     }
     let decoded = percent_decode(rest)?;
-    canonicalize(&decoded, "/").ok()
+    canonicalize(&decoded, None).ok()
 }
 
 fn percent_decode(s: &str) -> Option<String> {

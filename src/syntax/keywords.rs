@@ -95,6 +95,8 @@ keywords! {
         PinTools => "pin_tools",
         /// `allow_new_tools on|off`
         AllowNewTools => "allow_new_tools",
+        /// `resolve_links on|off`: symbolic links read before path tests
+        ResolveLinks => "resolve_links",
         /// `roots "/srv/work", ...`: the folders a server may be given
         Roots => "roots",
     }
@@ -109,7 +111,7 @@ keywords! {
 }
 
 keywords! {
-    /// The values of `pin_tools` and `allow_new_tools`.
+    /// The values of `pin_tools`, `allow_new_tools` and `resolve_links`.
     Switch {
         On => "on",
         Off => "off",

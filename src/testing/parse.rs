@@ -82,6 +82,7 @@ const KEYS: [&str; 20] = [
     "host",
     "cwd",
     "taint_unknown",
+    "local_tool",
     "expect",
     "uncovered",
 ];
@@ -205,6 +206,7 @@ fn apply(case: &mut Case, key: &str, value: &str, base: &std::path::Path) -> Res
         }
         "no_approver" => spec.no_approver = flag(key, value)?,
         "taint_unknown" => spec.taint_unknown = flag(key, value)?,
+        "local_tool" => spec.local_tool = flag(key, value)?,
         "cwd" => {
             need(value)?;
             spec.cwd = Some(value.to_string());

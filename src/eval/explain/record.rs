@@ -242,7 +242,7 @@ impl Sink for Recorder<'_, '_> {
         });
     }
 
-    fn pin(&mut self, policy: &Policy, approval: ToolApproval, approver: bool) {
+    fn pin(&mut self, policy: &Policy, approval: ToolApproval, approver: bool, decides: bool) {
         let span = policy.setting_spans.pin_tools.unwrap_or(policy.name_span);
         let (outcome, detail) = match (policy.settings.pin_tools, approval) {
             (false, _) => (Outcome::Passed, "pin_tools is off".to_string()),
@@ -255,16 +255,23 @@ impl Sink for Recorder<'_, '_> {
                 Outcome::Passed,
                 "the tool has no approved fingerprint: it is new".to_string(),
             ),
-            (true, ToolApproval::Changed) => (
+            (true, ToolApproval::Changed) if decides => (
                 Outcome::Decided,
                 format!(
-                    "the tool's definition differs from its approved fingerprint: {}",
+                    "the tool's definition differs from its approved fingerprint, and the policy \
+                     would otherwise ask or allow: {}",
                     if approver {
                         "a person is asked"
                     } else {
                         "no approver, so it is denied"
                     }
                 ),
+            ),
+            (true, ToolApproval::Changed) => (
+                Outcome::Passed,
+                "the tool's definition differs from its approved fingerprint, but no rule asks or \
+                 allows it: the pin only tightens, the `deny` default decides"
+                    .to_string(),
             ),
         };
         self.step(Stage::Pin, span, outcome, detail);
@@ -417,7 +424,6 @@ impl Recorder<'_, '_> {
                         ),
                     };
                 };
-                let root_path: &str = &resolved;
                 let root = match root.is_cwd() {
                     true => format!("{resolved} (`{root}`)"),
                     false => resolved.to_string(),
@@ -434,7 +440,7 @@ impl Recorder<'_, '_> {
                             Some(_) if (*result == Tri::True) == inside_when => {
                                 format!("{json} is inside {root}")
                             }
-                            Some(s) => match paths::canonicalize(s, root_path) {
+                            Some(s) => match paths::canonicalize(s, facts.cwd()) {
                                 Ok(c) => format!("{json} is outside {root} (as `{c}`)"),
                                 Err(e) => format!("{json} is not a usable path ({e})"),
                             },
