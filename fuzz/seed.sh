@@ -18,7 +18,7 @@ seed_text() { # TARGET TEXT
   printf '%s' "$2" >"$corpus/$1/$name"
 }
 
-for t in parse_compile decide decide_explain paths canonical_json fmt fmt_parse jsonrpc claude_hook proxy params; do
+for t in parse_compile decide decide_explain paths uri canonical_json fmt fmt_parse jsonrpc claude_hook proxy params; do
   mkdir -p "$corpus/$t"
 done
 
@@ -40,6 +40,17 @@ done < <(find "$root/policies" -name '*.mcppoltest' -print0)
 for p in /srv/sandbox /srv/sandbox/a/../b a/b ./x /srv/sandbox/ /srv/sandboxed \
   /srv/sandbox/../x ../x /etc/passwd 'a\b' "$(printf 'x\001y')" "e$(printf '\xcc\x81')/../.."; do
   seed_text paths "$p/srv/sandbox"
+done
+# ~, edge white space, and the link tree's names (in, out, up, loop, abs).
+for p in '~/x' '~' ' /srv/sandbox/a' '/srv/sandbox/a ' out/secret in/x up/sandbox/real loop/x abs/passwd in/../out; do
+  seed_text paths "$p/srv/sandbox"
+done
+
+# URIs: the attack shapes of issue 22 and the RFC 3986 examples.
+for u in 'file:///srv/sandbox/.	./secret.txt' 'file://localhost/etc/passwd' 'file:/etc/passwd' \
+  'file:////etc/passwd' ' file:///etc/passwd' 'file:///e	tc/passwd' 'eXAMPLE://a/./b/../b/%63/%7bfoo%7d' \
+  'file:///home/dev/project/%2E%2E/secret' 'docs/../readme.md' 'https://h:443/a?b#c'; do
+  seed_text uri "$(printf '%b' "$u")"
 done
 
 # JSON: the tool listings and lock files, and a few odd values.

@@ -16,7 +16,11 @@ use crate::policy::Trusted;
 use crate::{LoadOptions, PolicySet};
 
 pub use crate::fingerprint::{digest, is_fingerprint};
-pub use crate::paths::{canonical_root, canonicalize, inside, is_within, PathError};
+pub use crate::paths::{
+    canonical_cwd, canonical_root, canonicalize, inside, is_within, resolve_on_machine, Links,
+    PathError,
+};
+pub use crate::uri::{normalize as normalize_uri, UriError};
 
 /// MCP's wire format (line framing, JSON-RPC messages), not API elsewhere.
 #[cfg(feature = "pipeline")]

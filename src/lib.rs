@@ -108,8 +108,8 @@ pub use fingerprint::{fingerprint, FingerprintError, Lock, ToolApproval};
 pub use fmt::{format, FmtError};
 pub use host::{HostPredicate, HostPredicates};
 pub use limits::MAX_RULES;
-pub use paths::{LinkResolver, Links};
 pub use lint::{check_text, Lint, LintOptions, Listing, ListingError, LINTS};
+pub use paths::{LinkResolver, Links};
 pub use policy::{DefaultDecision, PickError, Policy, PolicySet, Scope, Settings, Trusted};
 /// The string type of [`Decision::rule_id`], [`Decision::policy`] and
 /// [`ExplainStep::rule_id`] (from the `smol_str` crate, re-exported so a

@@ -71,7 +71,10 @@ fn syntax_error(uri: &str, e: &fluent_uri::ParseError) -> UriError {
         K::InvalidPctEncodedOctet => "`%` must be followed by two hex digits".to_owned(),
         K::UnexpectedChar => match uri.get(at..).and_then(|rest| rest.chars().next()) {
             Some(c) if c.is_whitespace() => {
-                format!("white space ({}) is not allowed in a URI", c.escape_unicode())
+                format!(
+                    "white space ({}) is not allowed in a URI",
+                    c.escape_unicode()
+                )
             }
             Some(c) if c.is_control() => format!(
                 "a control character ({}) is not allowed in a URI",
@@ -410,7 +413,10 @@ mod tests {
             assert_eq!(n(uri), "file:///etc/passwd", "{uri}");
         }
         assert_eq!(n("file:"), "error: a file URI has a relative path");
-        assert_eq!(n("file:etc/passwd"), "error: a file URI has a relative path");
+        assert_eq!(
+            n("file:etc/passwd"),
+            "error: a file URI has a relative path"
+        );
         assert_eq!(
             n("file://evil/etc/passwd"),
             "error: a file URI names a host other than `localhost`"

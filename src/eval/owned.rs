@@ -5,9 +5,9 @@
 use serde_json::Value;
 
 use super::Request;
-use crate::paths::Links;
 use crate::fingerprint::{fingerprint, Lock, ToolApproval};
 use crate::host::HostPredicates;
+use crate::paths::Links;
 use crate::syntax::TargetKind;
 
 /// Every input of one request, as a caller states it (the flags of

@@ -63,7 +63,7 @@ const REASONS: [&str; 10] = [
     "out_of_scope",
     "no_policy",
 ];
-const KEYS: [&str; 20] = [
+const KEYS: [&str; 21] = [
     "policy",
     "name",
     "case",

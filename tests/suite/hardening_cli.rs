@@ -100,3 +100,76 @@ fn a_listing_naming_a_server_with_a_slash_is_refused() {
         assert!(err.contains("server id `a/b` is not usable"), "{err}");
     }
 }
+
+/// Issue 22, item 4, through the binary: a link inside the sandbox that
+/// points outside escapes where the tool acts on this machine
+/// (`--local-tool`, as behind the hook or a stdio server), and the policy's
+/// `resolve_links` setting overrides either way.
+#[cfg(unix)]
+#[test]
+fn a_link_that_leads_out_of_the_sandbox_escapes() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    let sandbox = base.join("sandbox");
+    std::fs::create_dir_all(&sandbox).unwrap();
+    std::fs::create_dir_all(base.join("outside")).unwrap();
+    std::fs::write(base.join("outside/secret.txt"), "s").unwrap();
+    std::os::unix::fs::symlink(base.join("outside"), sandbox.join("link")).unwrap();
+    let sandbox = sandbox.to_str().unwrap().to_string();
+    let rules = format!(
+        r#"  deny out: "fs/*" when args.path escapes "{sandbox}"
+  allow read: "fs/read_text_file" when args.path inside "{sandbox}"
+}}
+"#
+    );
+    let decide = |setting: &str, local: bool, path: &str| {
+        let policy = write(&dir, "p.mcppol", &format!("policy p {{\n{setting}{rules}"));
+        let args = serde_json::json!({ "path": path }).to_string();
+        let mut cmd = mcppol();
+        cmd.args(["eval", "--policy", &policy, "--tool", "fs/read_text_file"]);
+        cmd.args(["--args", &args, "--cwd", &sandbox]);
+        if local {
+            cmd.arg("--local-tool");
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let d: Value = serde_json::from_slice(&out.stdout).unwrap();
+        format!(
+            "{} {}",
+            d["decision"].as_str().unwrap(),
+            d["rule_id"].as_str().unwrap_or("-")
+        )
+    };
+    let through = format!("{sandbox}/link/secret.txt");
+    assert_eq!(decide("", true, &through), "deny out");
+    assert_eq!(decide("", true, "link/secret.txt"), "deny out");
+    assert_eq!(decide("", true, "real.txt"), "allow read");
+    // No tool on this machine: read as written, unless the policy says on.
+    assert_eq!(decide("", false, &through), "allow read");
+    assert_eq!(decide("  resolve_links on\n", false, &through), "deny out");
+    assert_eq!(
+        decide("  resolve_links off\n", true, &through),
+        "allow read"
+    );
+    // explain says why.
+    let policy = write(&dir, "p.mcppol", &format!("policy p {{\n{rules}"));
+    let args = serde_json::json!({ "path": through }).to_string();
+    let out = mcppol()
+        .args([
+            "explain",
+            "--policy",
+            &policy,
+            "--tool",
+            "fs/read_text_file",
+            "--local-tool",
+        ])
+        .args(["--args", &args])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("once its symbolic links are read"), "{text}");
+}

@@ -465,7 +465,10 @@ fn a_step_that_meets_a_list_checks_every_element() {
         allow "t/x" when args.files.path inside "/srv" }"#,
     );
     let r = |v: Value| p.tool("t", "x").args(v);
-    r(json!({"files": [{"path": "/srv/a"}, {"path": "b"}]})).verdict(Verdict::Allow);
+    r(json!({"files": [{"path": "/srv/a"}, {"path": "b"}]}))
+        .cwd("/srv")
+        .verdict(Verdict::Allow);
+    r(json!({"files": [{"path": "/srv/a"}, {"path": "b"}]})).verdict(Verdict::Deny);
     r(json!({"files": [{"path": "/srv/a"}, {"path": "/etc/b"}]})).verdict(Verdict::Deny);
 }
 
@@ -565,7 +568,37 @@ fn the_contracts_inside_examples() {
         "./x",
         "/srv/sandbox/",
     ] {
-        read(&p, json!(path)).rule(Some("inside"));
+        read(&p, json!(path))
+            .cwd("/srv/sandbox")
+            .rule(Some("inside"));
+    }
+}
+
+#[test]
+fn relative_paths_are_placed_against_the_working_folder_never_the_root() {
+    let p = Case::policy(SANDBOX);
+    // No working folder: a relative path cannot be placed.
+    for path in ["a/b", "./x", "x", "~/x", "~"] {
+        read(&p, json!(path)).rule(Some("escape"));
+    }
+    // A working folder outside the root: `a/b` is outside too.
+    read(&p, json!("a/b")).cwd("/tmp").rule(Some("escape"));
+    read(&p, json!("sandbox/a"))
+        .cwd("/srv")
+        .rule(Some("inside"));
+    // An unusable working folder places nothing.
+    read(&p, json!("a/b")).cwd("relative").rule(Some("escape"));
+    // Edge white space and control characters fail, as Claude Code and
+    // servers would trim or read them otherwise.
+    for path in [
+        " /srv/sandbox/a",
+        "/srv/sandbox/a ",
+        "/srv/sandbox/a\tb",
+        "/srv/sandbox/\u{85}",
+    ] {
+        read(&p, json!(path))
+            .cwd("/srv/sandbox")
+            .rule(Some("escape"));
     }
 }
 
@@ -596,15 +629,18 @@ fn a_missing_path_is_no_match_for_both_tests() {
 }
 
 #[test]
-fn paths_are_nfc_normalized_and_tilde_is_literal() {
+fn paths_are_nfc_normalized_and_tilde_fails() {
     let p = Case::policy(r#"policy p { allow "fs/*" when args.path inside "/caf\u00e9" }"#);
     let decomposed = json!({"path": "/cafe\u{301}/menu"});
     p.tool("fs", "x")
         .args(decomposed.clone())
         .verdict(Verdict::Allow);
     let q = Case::policy(SANDBOX);
-    // `~` is a plain segment, joined to the root.
-    read(&q, json!("~/x")).rule(Some("inside"));
+    // `~` is the host's to expand: here it fails, working folder or not.
+    read(&q, json!("~/x")).rule(Some("escape"));
+    read(&q, json!("~/x"))
+        .cwd("/srv/sandbox")
+        .rule(Some("escape"));
 }
 
 // ----------------------------------------------------------------- taint

@@ -309,6 +309,116 @@ fn a_uri_that_cannot_be_normalized_is_denied_before_any_rule() {
     );
 }
 
+/// Issue 22, item 1: WHATWG and Python parsers drop tabs and newlines, so a
+/// server read `.\t.` as `..`; every spelling of `/etc/passwd` reached it.
+#[test]
+fn white_space_control_characters_and_other_file_spellings_cannot_reach_etc() {
+    let p = load(
+        r#"policy p { scope tools, resources
+        deny etc: resource "*/file:///etc/*"
+        allow sandbox: resource "files/file:///srv/sandbox/*"
+        allow any: resource "open/*" }"#,
+    );
+    for uri in [
+        "file:///srv/sandbox/.\t./secret.txt",
+        "file:///srv/sandbox/.\n./.\r./etc/passwd",
+        " file:///etc/passwd",
+        "file:///e\ttc/passwd",
+        "file:///etc/passwd\n",
+        "file:///srv/sandbox/\u{7f}",
+        "file:///srv/sandbox/caf\u{e9}",
+        "file:///srv/sandbox/a b",
+        "file://evil.example/etc/passwd",
+    ] {
+        for server in ["files", "open"] {
+            assert_eq!(
+                d(&p, &Request::resource(server, uri)),
+                is("deny", "request", "bad_uri", None),
+                "{uri:?}"
+            );
+        }
+    }
+    for uri in [
+        "file://localhost/etc/passwd",
+        "file://LOCALHOST/etc/passwd",
+        "file:/etc/passwd",
+        "file:////etc/passwd",
+        "file:///srv/sandbox/../../etc/passwd",
+    ] {
+        assert_eq!(
+            d(&p, &Request::resource("open", uri)),
+            is("deny", "deny", "deny_rule", Some("etc")),
+            "{uri:?}"
+        );
+    }
+    // The one spelling the rules see is the one an allow names.
+    assert_eq!(
+        d(
+            &p,
+            &Request::resource("files", "file://localhost/srv/sandbox/a.txt")
+        ),
+        is("allow", "allow", "allow_rule", Some("sandbox"))
+    );
+    assert_eq!(
+        d(
+            &p,
+            &Request::resource("files", "file:///srv/sandbox/caf%C3%A9")
+        ),
+        is("allow", "allow", "allow_rule", Some("sandbox"))
+    );
+}
+
+/// Issue 22, item 8: the pin only tightens. A changed tool that only the
+/// `deny` default decides stays denied by it; where a rule or an `ask`
+/// default would ask or allow, the pin asks (or denies, without an
+/// approver).
+#[test]
+fn the_pin_only_tightens() {
+    use mcppol::ToolApproval;
+    let deny_default = load(
+        r#"policy p { default deny
+        allow "fs/list_*"
+        ask "fs/write_*" }"#,
+    );
+    let changed = |server, tool| Request::tool(server, tool).with_approval(ToolApproval::Changed);
+    assert_eq!(
+        d(&deny_default, &changed("fs", "read_file")),
+        is("deny", "default", "no_rule", None)
+    );
+    assert_eq!(
+        d(
+            &deny_default,
+            &changed("fs", "read_file").without_approver()
+        ),
+        is("deny", "default", "no_rule", None)
+    );
+    assert_eq!(
+        d(&deny_default, &changed("fs", "list_dir")),
+        is("ask", "pin", "definition_changed", None)
+    );
+    assert_eq!(
+        d(&deny_default, &changed("fs", "write_file")),
+        is("ask", "pin", "definition_changed", None)
+    );
+    assert_eq!(
+        d(&deny_default, &changed("fs", "list_dir").without_approver()),
+        is("deny", "pin", "definition_changed", None)
+    );
+    let ask_default = load(r#"policy p { allow "fs/list_*" }"#);
+    assert_eq!(
+        d(&ask_default, &changed("fs", "read_file")),
+        is("ask", "pin", "definition_changed", None)
+    );
+    let text = deny_default
+        .explain(&changed("fs", "read_file"))
+        .render(&deny_default);
+    assert!(text.contains("the pin only tightens"), "{text}");
+    let text = deny_default
+        .explain(&changed("fs", "list_dir"))
+        .render(&deny_default);
+    assert!(text.contains("allow rule `allow:0` would allow"), "{text}");
+}
+
 #[test]
 fn explain_shows_the_normalized_uri() {
     let p = load(PROJECT);

@@ -244,6 +244,15 @@ impl Sink for Recorder<'_, '_> {
 
     fn pin(&mut self, policy: &Policy, approval: ToolApproval, approver: bool, decides: bool) {
         let span = policy.setting_spans.pin_tools.unwrap_or(policy.name_span);
+        // For a changed tool the procedure tells the pin once it knows what
+        // the later stages would do: its step goes where the pin stands,
+        // before the ask and allow steps, and when it decides those steps
+        // are what it overrode, not part of the path.
+        let at = self
+            .steps
+            .iter()
+            .position(|s| matches!(s.stage, Stage::Ask | Stage::Allow | Stage::Default))
+            .unwrap_or(self.steps.len());
         let (outcome, detail) = match (policy.settings.pin_tools, approval) {
             (false, _) => (Outcome::Passed, "pin_tools is off".to_string()),
             (true, ToolApproval::Approved) => (
@@ -255,26 +264,42 @@ impl Sink for Recorder<'_, '_> {
                 Outcome::Passed,
                 "the tool has no approved fingerprint: it is new".to_string(),
             ),
-            (true, ToolApproval::Changed) if decides => (
-                Outcome::Decided,
-                format!(
-                    "the tool's definition differs from its approved fingerprint, and the policy \
-                     would otherwise ask or allow: {}",
-                    if approver {
-                        "a person is asked"
-                    } else {
-                        "no approver, so it is denied"
+            (true, ToolApproval::Changed) if decides => {
+                let overridden = self.steps.split_off(at);
+                let would = match overridden.last() {
+                    Some(step) if matches!(step.outcome, Outcome::Matched | Outcome::PredicateFailed) => {
+                        let id = step.rule_id.as_deref().unwrap_or("?");
+                        match step.stage {
+                            Stage::Ask => format!("ask rule `{id}` would ask"),
+                            _ => format!("allow rule `{id}` would allow"),
+                        }
                     }
-                ),
-            ),
+                    _ => "the `ask` default would ask".to_string(),
+                };
+                (
+                    Outcome::Decided,
+                    format!(
+                        "the tool's definition differs from its approved fingerprint, and {would}: {}",
+                        if approver {
+                            "a person is asked about the change"
+                        } else {
+                            "no approver, so it is denied"
+                        }
+                    ),
+                )
+            }
             (true, ToolApproval::Changed) => (
                 Outcome::Passed,
-                "the tool's definition differs from its approved fingerprint, but no rule asks or \
-                 allows it: the pin only tightens, the `deny` default decides"
+                "the tool's definition differs from its approved fingerprint, but no rule asks \
+                 about or allows the call: the pin only tightens, so the `deny` default decides"
                     .to_string(),
             ),
         };
         self.step(Stage::Pin, span, outcome, detail);
+        if let Some(step) = self.steps.pop() {
+            let at = at.min(self.steps.len());
+            self.steps.insert(at, step);
+        }
     }
 
     fn default(&mut self, policy: &Policy, verdict: Verdict) {
@@ -424,6 +449,7 @@ impl Recorder<'_, '_> {
                         ),
                     };
                 };
+                let root_path: &str = &resolved;
                 let root = match root.is_cwd() {
                     true => format!("{resolved} (`{root}`)"),
                     false => resolved.to_string(),
@@ -441,6 +467,10 @@ impl Recorder<'_, '_> {
                                 format!("{json} is inside {root}")
                             }
                             Some(s) => match paths::canonicalize(s, facts.cwd()) {
+                                Ok(c) if paths::is_within(&c, root_path) => format!(
+                                    "{json} is outside {root} once its symbolic links are read \
+                                     (`resolve_links`; as written it is `{c}`)"
+                                ),
                                 Ok(c) => format!("{json} is outside {root} (as `{c}`)"),
                                 Err(e) => format!("{json} is not a usable path ({e})"),
                             },

@@ -85,6 +85,7 @@ impl Case {
             approver: true,
             approval: ToolApproval::Approved,
             trusted: false,
+            cwd: None,
         }
     }
 
@@ -111,6 +112,7 @@ pub struct Req<'c> {
     approver: bool,
     approval: ToolApproval,
     trusted: bool,
+    cwd: Option<String>,
 }
 
 /// The source a reason implies (and for a failed predicate, the verdict).
@@ -129,6 +131,12 @@ fn source_of(verdict: Verdict, reason: Reason) -> Source {
 }
 
 impl<'c> Req<'c> {
+    /// The request's working folder.
+    pub fn cwd(mut self, cwd: &str) -> Self {
+        self.cwd = Some(cwd.to_string());
+        self
+    }
+
     /// The call's arguments.
     pub fn args(mut self, args: Value) -> Self {
         self.args = Some(args);
@@ -199,6 +207,9 @@ impl<'c> Req<'c> {
         }
         if !self.approver {
             request = request.without_approver();
+        }
+        if let Some(c) = &self.cwd {
+            request = request.with_cwd(c);
         }
         let policy = &self.case.policy;
         let decision = policy.decide(&request);
