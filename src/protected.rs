@@ -127,6 +127,13 @@ impl Protected {
         }
     }
 
+    /// Protects one file (an audit file).
+    pub fn file(&mut self, file: &Path) {
+        if let Some(abs) = absolute(file) {
+            self.add_path(&abs);
+        }
+    }
+
     /// Protects a folder (a state folder) and all it holds.
     pub fn folder(&mut self, dir: &Path) {
         if let Some(abs) = absolute(dir) {

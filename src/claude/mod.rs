@@ -77,7 +77,8 @@ impl HookConfig {
     }
 
     /// What this hook protects whatever its policy says: the policy file,
-    /// the `.mcppoltest` and lock files of its folder, the state folder.
+    /// the `.mcppoltest` and lock files of its folder, the state folder and
+    /// the audit file.
     fn protected(&self) -> Protected {
         let mut p = Protected::new();
         p.policy_file(&self.policy);
@@ -87,6 +88,10 @@ impl HookConfig {
         };
         if let Some(dir) = state {
             p.folder(&dir);
+        }
+        // The audit trail is the hook's own record too.
+        if let Some(audit) = &self.audit {
+            p.file(audit);
         }
         p
     }

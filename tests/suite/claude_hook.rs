@@ -1055,9 +1055,17 @@ fn audit_writes_one_line_per_decided_call() {
     assert_eq!(decided(&hook.run(&bad)).0, "deny");
     // Taint events decide nothing: no line.
     assert_eq!(hook.run(&fixture("post_webfetch")).status, 0);
+    // The audit file is the hook's own: the agent cannot rewrite it.
+    let truncate = with(
+        "pre_bash",
+        json!({"tool_name": "Write", "tool_input": {"file_path": audit.display().to_string(), "content": ""}}),
+    );
+    let (decision, reason) = decided(&hook.run(&truncate));
+    assert_eq!(decision, "deny");
+    assert!(reason.contains("(protected_policy)"), "{reason}");
 
     let lines = audit_lines(&audit);
-    assert_eq!(lines.len(), 4, "{lines:?}");
+    assert_eq!(lines.len(), 5, "{lines:?}");
     let pick = |l: &Value| {
         (
             l["server"].as_str().unwrap().to_string(),
@@ -1106,6 +1114,15 @@ fn audit_writes_one_line_per_decided_call() {
                 s("deny"),
                 s("hook"),
                 s("hook_failed"),
+                None,
+                s("none")
+            ),
+            (
+                s("claude"),
+                Some(s("Write")),
+                s("deny"),
+                s("protected"),
+                s("protected_policy"),
                 None,
                 s("none")
             ),
