@@ -79,7 +79,7 @@ impl HookConfig {
     /// What this hook protects whatever its policy says: the policy file,
     /// the `.mcppoltest` and lock files of its folder, the state folder and
     /// the audit file.
-    fn protected(&self) -> Protected {
+    pub fn protected(&self) -> Protected {
         let mut p = Protected::new();
         p.policy_file(&self.policy);
         let state = match &self.state_dir {
@@ -451,7 +451,11 @@ fn pre_tool_use(config: &HookConfig, event: &Event) -> Result<(HookOutput, Recor
     let input = input.as_ref();
     // The fixed rule, before any policy rule.
     if let ToolName::Builtin(r) = &name {
-        if let Some(why) = protected_write(config, &r.tool, input, cwd) {
+        let protected = config.protected();
+        let home = config.home.as_deref();
+        if let Some(why) =
+            protected_write(&protected, &config.policy, &r.tool, input, Some(cwd), home)
+        {
             let reason = format!(
                 "mcppol: deny {}/{} by the fixed rule `protected` (protected_policy): {why}; no policy rule can allow it",
                 r.server, r.tool
@@ -552,46 +556,47 @@ fn pre_tool_use(config: &HookConfig, event: &Event) -> Result<(HookOutput, Recor
 /// Why a built-in tool's call writes a protected file, if it does: a
 /// `Write`, `Edit`, `MultiEdit` or `NotebookEdit` of a protected path
 /// (placed, relative paths from `cwd`, links resolved), or a `Bash`
-/// command line that names one.
-fn protected_write(
-    config: &HookConfig,
+/// command line that names one. `policy` names the enforced policy in the
+/// reason. `mcppol explain` shows the same fixed rule.
+pub fn protected_write(
+    protected: &Protected,
+    policy: &Path,
     tool: &str,
     input: &serde_json::Value,
-    cwd: &str,
+    cwd: Option<&str>,
+    home: Option<&str>,
 ) -> Option<String> {
     if place::WRITE_TOOLS.contains(&tool) {
         let key = place::path_argument(tool)?;
         let path = input.get(key)?.as_str()?;
-        let protected = config.protected();
-        let full = if path.starts_with('/') {
-            PathBuf::from(path)
-        } else if cwd.starts_with('/') {
-            Path::new(cwd).join(path)
-        } else {
-            return Some(format!(
-                "`{key}` is the relative path `{}` and the event's cwd is not absolute, so mcppol cannot tell whether it names a protected file",
-                path.escape_debug()
-            ));
+        let full = match cwd {
+            _ if path.starts_with('/') => PathBuf::from(path),
+            Some(cwd) if cwd.starts_with('/') => Path::new(cwd).join(path),
+            _ => {
+                return Some(format!(
+                    "`{key}` is the relative path `{}` and the working folder is not an absolute path, so mcppol cannot tell whether it names a protected file",
+                    path.escape_debug()
+                ))
+            }
         };
         return protected.covers(&full).then(|| {
             format!(
                 "`{}` is, or resolves to, a file this hook enforces or keeps (its policy `{}`, the .mcppoltest and lock files beside it, or its state folder)",
                 path.escape_debug(),
-                config.policy.display()
+                policy.display()
             )
         });
     }
     if tool == "Bash" {
         let command = input.get("command")?.as_str()?;
-        let protected = config.protected();
         let word = protected
-            .shell_words(config.home.as_deref())
+            .shell_words(home)
             .into_iter()
             .find(|w| command.contains(w.as_str()))?;
         return Some(format!(
             "the command names `{}`, a file or folder this hook enforces or keeps (its policy `{}`, the .mcppoltest and lock files beside it, or its state folder)",
             word.escape_debug(),
-            config.policy.display()
+            policy.display()
         ));
     }
     None

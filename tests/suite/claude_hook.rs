@@ -1191,3 +1191,85 @@ fn print_settings_carries_the_audit_file() {
         "{command}"
     );
 }
+
+#[test]
+fn explain_shows_the_fixed_rule_for_a_protected_write() {
+    let project = Project::new();
+    let policy = project.policy();
+    let args = json!({"file_path": ".claude/policy.mcppol", "content": ""}).to_string();
+    let cwd = project.root.display().to_string();
+    let out = Command::cargo_bin("mcppol")
+        .unwrap()
+        .env("HOME", "/home/dev")
+        .args([
+            "explain",
+            "--policy",
+            &policy,
+            "--tool",
+            "claude/Write",
+            "--args",
+            &args,
+            "--cwd",
+            &cwd,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with("protected: matched: `.claude/policy.mcppol` is, or resolves to, a file this hook enforces"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(
+            "decision: deny (source: protected, reason: protected_policy, rule_id: null)\n"
+        ),
+        "{text}"
+    );
+    let out = Command::cargo_bin("mcppol")
+        .unwrap()
+        .env("HOME", "/home/dev")
+        .args([
+            "explain",
+            "--policy",
+            &policy,
+            "--tool",
+            "claude/Write",
+            "--args",
+            &args,
+            "--cwd",
+            &cwd,
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["decision"],
+        json!({"decision": "deny", "source": "protected", "reason": "protected_policy", "rule_id": null})
+    );
+    assert_eq!(v["steps"][0]["stage"], "protected");
+    // Another file is the policy's to decide.
+    let other = json!({"file_path": "src/main.rs", "content": ""}).to_string();
+    let out = Command::cargo_bin("mcppol")
+        .unwrap()
+        .args([
+            "explain",
+            "--policy",
+            &policy,
+            "--tool",
+            "claude/Write",
+            "--args",
+            &other,
+            "--cwd",
+            &cwd,
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("decision: allow (source: allow, reason: allow_rule, rule_id: edits)"),
+        "{text}"
+    );
+}
