@@ -17,8 +17,11 @@
 
 use std::path::{Component, Path, PathBuf};
 
-/// The extensions of the files protected beside a policy file.
-pub const BESIDE_POLICY: &[&str] = &["mcppoltest", "lock"];
+/// The files protected beside a policy file, by how their names end: its
+/// tests and mcppol's lock files (`mcppol.lock`, `tools.mcppol.lock`; not
+/// every `.lock`, which would take in `Cargo.lock` when the policy lies in
+/// a project's root).
+pub const BESIDE_POLICY: &[&str] = &[".mcppoltest", "mcppol.lock"];
 
 /// Whether `candidate` (an absolute path, lexically normal or not) is, or
 /// lies inside, one of `protected` (canonical paths of files and folders).
@@ -221,11 +224,11 @@ impl Protected {
     }
 }
 
-/// Whether `path` is a `.mcppoltest` or lock file by its name.
+/// Whether `path` is a `.mcppoltest` or mcppol lock file by its name.
 fn beside_policy(path: &Path) -> bool {
-    path.extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| BESIDE_POLICY.contains(&e))
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| BESIDE_POLICY.iter().any(|end| n.ends_with(end)))
 }
 
 fn absolute(path: &Path) -> Option<PathBuf> {
@@ -263,6 +266,8 @@ mod tests {
         assert!(p.covers(&claude.join("policy.mcppoltest")));
         assert!(p.covers(&claude.join("new.mcppoltest")));
         assert!(p.covers(&claude.join("mcppol.lock")));
+        assert!(p.covers(&claude.join("tools.mcppol.lock")));
+        assert!(!p.covers(&claude.join("Cargo.lock")));
         assert!(p.covers(&state.join("s-1.taint")));
         assert!(p.covers(&state));
         assert!(p.covers(Path::new("relative/path")));

@@ -8,8 +8,10 @@
 //! the raw text would decide on another path than the tool opens
 //! (`Grep path:"~/.aws"` is not `$CWD/~/.aws`), so the hook rewrites each
 //! path argument of a built-in tool to the path the tool will use before
-//! the policy sees it. A relative path is left relative: the engine places
-//! it against the request's `cwd`, which the hook always passes.
+//! the policy sees it. A relative path is joined to the event's `cwd`
+//! (which the hook also passes as the request's working folder); with a
+//! `cwd` that is not absolute it cannot be placed, and the call fails
+//! closed.
 
 use std::borrow::Cow;
 
@@ -61,7 +63,8 @@ fn js_space(c: char) -> bool {
 }
 
 /// One path as Claude Code places it: trimmed, an empty one as `cwd`, `~`
-/// and `~/...` under `home`. Relative paths stay relative. `home` is
+/// and `~/...` under `home`, a relative one under `cwd` (`..` is left to
+/// the engine's canonicalization). `home` is
 /// `None` when the hook knows no home folder (no absolute `HOME`): a path
 /// that needs it cannot be placed, and the call fails closed.
 pub fn place_path<'a>(
@@ -79,7 +82,21 @@ pub fn place_path<'a>(
         trimmed.strip_prefix("~/")
     };
     let Some(rest) = rest else {
-        return Ok(Cow::Borrowed(trimmed));
+        if trimmed.starts_with('/') {
+            return Ok(Cow::Borrowed(trimmed));
+        }
+        // Relative: from the session's folder, as the tool resolves it.
+        if !cwd.starts_with('/') {
+            return Err(format!(
+                "the path `{}` is relative and the event's cwd `{}` is not an absolute path, so mcppol cannot tell which file it names",
+                path.escape_debug(),
+                cwd.escape_debug()
+            ));
+        }
+        return Ok(Cow::Owned(format!(
+            "{}/{trimmed}",
+            cwd.trim_end_matches('/')
+        )));
     };
     let Some(home) = home else {
         return Err(format!(
@@ -152,10 +169,20 @@ mod tests {
         assert_eq!(placed("\u{feff}\t/etc\n\u{3000}", home).unwrap(), "/etc");
         assert_eq!(placed("", home).unwrap(), CWD);
         assert_eq!(placed("   ", home).unwrap(), CWD);
-        assert_eq!(placed("src/a.rs", home).unwrap(), "src/a.rs");
+        assert_eq!(
+            placed("src/a.rs", home).unwrap(),
+            "/home/dev/project/src/a.rs"
+        );
+        assert_eq!(placed(" ../x", home).unwrap(), "/home/dev/project/../x");
         // Only `~` and `~/`: `~user` and `~x` are names in the folder.
-        assert_eq!(placed("~root/x", home).unwrap(), "~root/x");
-        assert_eq!(placed("a/~/b", home).unwrap(), "a/~/b");
+        assert_eq!(
+            placed("~root/x", home).unwrap(),
+            "/home/dev/project/~root/x"
+        );
+        assert_eq!(placed("a/~/b", home).unwrap(), "/home/dev/project/a/~/b");
+        // A relative path and a cwd that is not absolute: unplaceable.
+        assert!(place_path("src", "project", home).is_err());
+        assert_eq!(place_path("/etc", "project", home).unwrap(), "/etc");
         assert_eq!(placed("~", Some("/")).unwrap(), "/");
         assert_eq!(placed("~/x", Some("/home/dev/")).unwrap(), "/home/dev/x");
     }

@@ -1217,7 +1217,9 @@ fn explain_shows_the_fixed_rule_for_a_protected_write() {
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
-        text.starts_with("protected: matched: `.claude/policy.mcppol` is, or resolves to, a file this hook enforces"),
+        text.starts_with(&format!(
+            "protected: matched: `{policy}` is, or resolves to, a file this hook enforces"
+        )),
         "{text}"
     );
     assert!(
