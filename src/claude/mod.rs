@@ -450,8 +450,14 @@ fn pre_tool_use(config: &HookConfig, event: &Event) -> Result<(HookOutput, Recor
     };
     let input = input.as_ref();
     // The fixed rule, before any policy rule.
+    // Only the writing tools and the shell can reach a protected file.
+    let reaches = |tool: &str| place::WRITE_TOOLS.contains(&tool) || tool == "Bash";
     if let ToolName::Builtin(r) = &name {
-        let protected = config.protected();
+        let protected = if reaches(&r.tool) {
+            config.protected()
+        } else {
+            Protected::new()
+        };
         let home = config.home.as_deref();
         if let Some(why) =
             protected_write(&protected, &config.policy, &r.tool, input, Some(cwd), home)
