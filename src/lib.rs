@@ -68,12 +68,16 @@ mod lint;
 mod listing;
 // The governed call and MCP on the wire: public modules of their own (a
 // host API with many types), compiled with the `pipeline` feature.
+#[cfg(feature = "cli")]
+mod audit;
 #[cfg(feature = "pipeline")]
 pub mod mcp;
 mod paths;
 #[cfg(feature = "pipeline")]
 pub mod pipeline;
 mod policy;
+#[cfg(feature = "cli")]
+mod protected;
 #[cfg(all(feature = "cli", feature = "pipeline"))]
 mod proxy;
 #[cfg(feature = "store")]

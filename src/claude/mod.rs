@@ -24,16 +24,20 @@
 
 pub mod event;
 pub mod names;
+pub mod place;
 pub mod settings;
 pub mod taint;
 
+use std::borrow::Cow;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
+use crate::audit::AuditLine;
 use crate::policy::{Cond, Test};
-use crate::{LoadOptions, Policy, PolicySet, Request, Source, Verdict};
+use crate::protected::Protected;
+use crate::{Decision, LoadOptions, Policy, PolicySet, Request, Source, Verdict};
 use event::{Event, EventKind};
 use names::{ToolName, DEFAULT_BUILTIN_SERVER};
 use taint::TaintStore;
@@ -52,6 +56,10 @@ pub struct HookConfig {
     /// Where session taint files live; `None` for the default
     /// ([`TaintStore::default_dir`]).
     pub state_dir: Option<PathBuf>,
+    /// The audit file (`--audit`): one line per `PreToolUse` decided.
+    pub audit: Option<PathBuf>,
+    /// The home folder Claude Code expands `~` to (`HOME`, when absolute).
+    pub home: Option<String>,
 }
 
 impl HookConfig {
@@ -63,7 +71,29 @@ impl HookConfig {
             servers: Vec::new(),
             builtin_server: DEFAULT_BUILTIN_SERVER.to_string(),
             state_dir: None,
+            audit: None,
+            home: place::home_from_env(),
         }
+    }
+
+    /// What this hook protects whatever its policy says: the policy file,
+    /// the `.mcppoltest` and lock files of its folder, the state folder and
+    /// the audit file.
+    pub fn protected(&self) -> Protected {
+        let mut p = Protected::new();
+        p.policy_file(&self.policy);
+        let state = match &self.state_dir {
+            Some(dir) => Some(dir.clone()),
+            None => TaintStore::default_dir().ok(),
+        };
+        if let Some(dir) = state {
+            p.folder(&dir);
+        }
+        // The audit trail is the hook's own record too.
+        if let Some(audit) = &self.audit {
+            p.file(audit);
+        }
+        p
     }
 
     fn check(&self) -> Result<(), String> {
@@ -174,7 +204,107 @@ pub fn run_hook(config: &HookConfig, input: &[u8]) -> HookOutput {
         Ok(Err(e)) => return HookOutput::blocked(&e.to_string()),
         Err(payload) => return HookOutput::blocked(&panic_text(payload.as_ref())),
     };
-    guarded(event.kind, || handle(config, &event))
+    if event.kind != EventKind::PreToolUse {
+        return guarded(event.kind, || handle(config, &event));
+    }
+    let mut record = None;
+    let out = guarded(event.kind, || {
+        let (out, line) = pre_tool_use(config, &event)?;
+        record = Some(line);
+        Ok(out)
+    });
+    let Some(path) = &config.audit else {
+        return out;
+    };
+    // A call refused before the policy decided is audited too.
+    let record = record.unwrap_or_else(|| Record::failed(config, &event));
+    match append_audit(path, &record) {
+        Ok(()) => out,
+        Err(e) => HookOutput::permission(
+            Verdict::Deny,
+            &format!(
+                "mcppol: deny (audit_failed): the audit line could not be written to `{}`, and a call that is not audited is not run: {e}",
+                path.display()
+            ),
+        ),
+    }
+}
+
+/// What the audit records of one `PreToolUse`.
+#[derive(Debug, Clone)]
+struct Record {
+    server: String,
+    name: Option<String>,
+    decision: &'static str,
+    source: &'static str,
+    reason: &'static str,
+    rule_id: Option<String>,
+    args_digest: Option<String>,
+}
+
+impl Record {
+    fn decided(server: &str, tool: &str, decision: &Decision, args: &serde_json::Value) -> Self {
+        Record {
+            server: server.to_string(),
+            name: Some(tool.to_string()),
+            decision: decision.decision.as_str(),
+            source: decision.source.as_str(),
+            reason: decision.reason.as_str(),
+            rule_id: decision.rule_id.as_deref().map(str::to_string),
+            args_digest: crate::fingerprint::digest(args).ok(),
+        }
+    }
+
+    /// A call mcppol could not decide (and so denied): as much of it as
+    /// the event names.
+    fn failed(config: &HookConfig, event: &Event) -> Self {
+        let reading = event.tool_name().ok().and_then(|n| {
+            ToolName::parse(n, &config.servers, &config.builtin_server)
+                .ok()
+                .map(|t| t.readings()[0].clone())
+        });
+        Record {
+            server: reading
+                .as_ref()
+                .map(|r| r.server.clone())
+                .unwrap_or_default(),
+            name: reading.map(|r| r.tool),
+            decision: "deny",
+            source: "hook",
+            reason: "hook_failed",
+            rule_id: None,
+            args_digest: event
+                .tool_input()
+                .ok()
+                .and_then(|a| crate::fingerprint::digest(a).ok()),
+        }
+    }
+}
+
+/// Appends the audit line of `record` to `path` (created when missing).
+fn append_audit(path: &Path, record: &Record) -> std::io::Result<()> {
+    let approval = match record.decision {
+        // Claude Code asks the person; the hook never learns the answer.
+        "ask" => "host",
+        _ => "none",
+    };
+    let line = AuditLine {
+        server: &record.server,
+        kind: "tool",
+        name: record.name.as_deref(),
+        decision: record.decision,
+        source: record.source,
+        reason: record.reason,
+        rule_id: record.rule_id.as_deref(),
+        args_digest: record.args_digest.as_deref(),
+        approval,
+    }
+    .to_json();
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    crate::audit::write_line(&mut file, &line)
 }
 
 /// Runs `f`; its error or panic becomes the event's failure output.
@@ -197,7 +327,7 @@ fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
 
 fn handle(config: &HookConfig, event: &Event) -> Result<HookOutput, String> {
     match event.kind {
-        EventKind::PreToolUse => pre_tool_use(config, event),
+        EventKind::PreToolUse => pre_tool_use(config, event).map(|(out, _)| out),
         EventKind::PostToolUse | EventKind::PostToolUseFailure => post_tool_use(config, event),
         EventKind::SessionEnd => {
             let session = event.session_id()?;
@@ -211,20 +341,49 @@ fn post_tool_use(config: &HookConfig, event: &Event) -> Result<HookOutput, Strin
     let session = event.session_id()?;
     let tool_name = event.tool_name()?;
     config.check()?;
-    let servers: Vec<String> =
+    let servers: Vec<String> = if names::RESOURCE_TOOLS.contains(&tool_name) {
+        resource_taints(tool_name, event)
+    } else {
         match ToolName::parse(tool_name, &config.servers, &config.builtin_server) {
             Ok(name) => name.taints().into_iter().map(str::to_string).collect(),
             // An MCP name with no server to name: its output taints under
             // the whole name, which is no server's own, so every `tainted`
             // test of the session counts it.
             Err(_) => vec![tool_name.to_string()],
-        };
+        }
+    };
     if servers.is_empty() {
         return Ok(HookOutput::silent());
     }
     let servers: Vec<&str> = servers.iter().map(String::as_str).collect();
     config.store()?.add(session, &servers)?;
     Ok(HookOutput::silent())
+}
+
+/// What `ReadMcpResourceTool` and `ListMcpResourcesTool` taint: the MCP
+/// server whose resource text (or resource list) they bring into the
+/// context, by their `server` argument, as written and as Claude Code
+/// spells it in tool names (`my.server` is `my_server`). Without a
+/// `server` (a listing of every server's resources) or with one that is
+/// not a plain string, the output taints under the tool's whole name,
+/// which is no server's own, so every `tainted` test of the session
+/// counts it.
+fn resource_taints(tool_name: &str, event: &Event) -> Vec<String> {
+    let server = event
+        .tool_input()
+        .ok()
+        .and_then(|i| i.get("server"))
+        .and_then(|s| s.as_str())
+        .filter(|s| !s.is_empty() && s.len() <= event::MAX_FIELD_BYTES);
+    let Some(server) = server else {
+        return vec![tool_name.to_string()];
+    };
+    let mut out = vec![server.to_string()];
+    let spelled = names::mcp_spelling(server);
+    if spelled != server {
+        out.push(spelled);
+    }
+    out
 }
 
 /// Loads the policy the hook is run with.
@@ -275,13 +434,44 @@ fn rank(v: Verdict) -> u8 {
     }
 }
 
-fn pre_tool_use(config: &HookConfig, event: &Event) -> Result<HookOutput, String> {
+fn pre_tool_use(config: &HookConfig, event: &Event) -> Result<(HookOutput, Record), String> {
     let session = event.session_id()?;
     let cwd = event.cwd()?;
     let tool_name = event.tool_name()?;
-    let input = event.tool_input()?;
+    let raw_input = event.tool_input()?;
     config.check()?;
     let name = ToolName::parse(tool_name, &config.servers, &config.builtin_server)?;
+    // A built-in tool's path, placed as Claude Code will place it.
+    let input: Cow<'_, serde_json::Value> = match &name {
+        ToolName::Builtin(r) => {
+            place::place_input(&r.tool, raw_input, cwd, config.home.as_deref())?
+        }
+        ToolName::Mcp(_) => Cow::Borrowed(raw_input),
+    };
+    let input = input.as_ref();
+    // The fixed rule, before any policy rule.
+    // Only the writing tools and the shell can reach a protected file.
+    let reaches = |tool: &str| place::WRITE_TOOLS.contains(&tool) || tool == "Bash";
+    if let ToolName::Builtin(r) = &name {
+        let protected = if reaches(&r.tool) {
+            config.protected()
+        } else {
+            Protected::new()
+        };
+        let home = config.home.as_deref();
+        if let Some(why) =
+            protected_write(&protected, &config.policy, &r.tool, input, Some(cwd), home)
+        {
+            let reason = format!(
+                "mcppol: deny {}/{} by the fixed rule `protected` (protected_policy): {why}; no policy rule can allow it",
+                r.server, r.tool
+            );
+            return Ok((
+                HookOutput::permission(Verdict::Deny, &reason),
+                Record::decided(&r.server, &r.tool, &Decision::protected(), input),
+            ));
+        }
+    }
     let policy = load_policy(config)?;
 
     let (taint, unknown) = if uses_taint(&policy) {
@@ -365,7 +555,57 @@ fn pre_tool_use(config: &HookConfig, event: &Event) -> Result<HookOutput, String
             "; the session's taint is unknown, so `tainted` fails closed: {why}"
         ));
     }
-    Ok(HookOutput::permission(decision.decision, &reason))
+    let record = Record::decided(&reading.server, &reading.tool, &decision, input);
+    Ok((HookOutput::permission(decision.decision, &reason), record))
+}
+
+/// Why a built-in tool's call writes a protected file, if it does: a
+/// `Write`, `Edit`, `MultiEdit` or `NotebookEdit` of a protected path
+/// (placed, relative paths from `cwd`, links resolved), or a `Bash`
+/// command line that names one. `policy` names the enforced policy in the
+/// reason. `mcppol explain` shows the same fixed rule.
+pub fn protected_write(
+    protected: &Protected,
+    policy: &Path,
+    tool: &str,
+    input: &serde_json::Value,
+    cwd: Option<&str>,
+    home: Option<&str>,
+) -> Option<String> {
+    if place::WRITE_TOOLS.contains(&tool) {
+        let key = place::path_argument(tool)?;
+        let path = input.get(key)?.as_str()?;
+        let full = match cwd {
+            _ if path.starts_with('/') => PathBuf::from(path),
+            Some(cwd) if cwd.starts_with('/') => Path::new(cwd).join(path),
+            _ => {
+                return Some(format!(
+                    "`{key}` is the relative path `{}` and the working folder is not an absolute path, so mcppol cannot tell whether it names a protected file",
+                    path.escape_debug()
+                ))
+            }
+        };
+        return protected.covers(&full).then(|| {
+            format!(
+                "`{}` is, or resolves to, a file this hook enforces or keeps (its policy `{}`, the .mcppoltest and lock files beside it, or its state folder)",
+                path.escape_debug(),
+                policy.display()
+            )
+        });
+    }
+    if tool == "Bash" {
+        let command = input.get("command")?.as_str()?;
+        let word = protected
+            .shell_words(home)
+            .into_iter()
+            .find(|w| command.contains(w.as_str()))?;
+        return Some(format!(
+            "the command names `{}`, a file or folder this hook enforces or keeps (its policy `{}`, the .mcppoltest and lock files beside it, or its state folder)",
+            word.escape_debug(),
+            policy.display()
+        ));
+    }
+    None
 }
 
 #[cfg(test)]

@@ -20,6 +20,25 @@ pub const WEB_SERVER: &str = "web";
 /// The built-in tools whose output comes from the web.
 pub const WEB_TOOLS: [&str; 2] = ["WebFetch", "WebSearch"];
 
+/// The built-in tools that bring an MCP server's resources into the
+/// context: they taint the session by their `server` argument.
+pub const RESOURCE_TOOLS: [&str; 2] = ["ReadMcpResourceTool", "ListMcpResourcesTool"];
+
+/// A server name as Claude Code spells it in `mcp__SERVER__TOOL`: every
+/// character but ASCII letters, digits, `_` and `-` made `_`.
+pub fn mcp_spelling(server: &str) -> String {
+    server
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
 /// One way to read a tool name: a server and a tool.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reading {
@@ -190,5 +209,12 @@ mod tests {
         assert!(t("Bash").is_empty());
         assert_eq!(t("mcp__github__get_issue"), ["github"]);
         assert_eq!(t("mcp__a__b__c"), ["a", "a__b"]);
+    }
+
+    #[test]
+    fn server_names_as_claude_code_spells_them() {
+        assert_eq!(mcp_spelling("my.server"), "my_server");
+        assert_eq!(mcp_spelling("git-hub_2"), "git-hub_2");
+        assert_eq!(mcp_spelling("a/b é"), "a_b__");
     }
 }

@@ -3,9 +3,11 @@
 
 use serde_json::{json, Value};
 
-/// Matches the tools whose output taints a session: every MCP tool, and
-/// `WebFetch` and `WebSearch`.
-pub const TAINT_MATCHER: &str = "mcp__.*|WebFetch|WebSearch";
+/// Matches the tools whose output taints a session: every MCP tool,
+/// `WebFetch` and `WebSearch`, and the built-in tools that read and list
+/// MCP servers' resources.
+pub const TAINT_MATCHER: &str =
+    "mcp__.*|WebFetch|WebSearch|ReadMcpResourceTool|ListMcpResourcesTool";
 
 /// How long Claude Code lets one hook run, in seconds. A hook that runs
 /// longer is killed and the call goes ahead, so this is generous next to

@@ -32,6 +32,10 @@ pub struct ClaudeHookArgs {
     /// or ~/.local/state/mcppol].
     #[arg(long = "state-dir", value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+    /// Append one JSON line per PreToolUse decided to FILE; a call whose
+    /// line cannot be written is denied (audit_failed).
+    #[arg(long, value_name = "FILE")]
+    pub audit: Option<PathBuf>,
     /// Print the settings.json block that installs the hook, and exit.
     #[arg(long = "print-settings")]
     pub print_settings: bool,
@@ -54,6 +58,8 @@ pub fn run(args: ClaudeHookArgs) -> u8 {
             .builtin_server
             .unwrap_or_else(|| DEFAULT_BUILTIN_SERVER.to_string()),
         state_dir: args.state_dir,
+        audit: args.audit,
+        home: crate::claude::place::home_from_env(),
     };
     let mut input = Vec::new();
     let read = std::io::stdin()
@@ -136,6 +142,14 @@ fn print_settings(args: &ClaudeHookArgs) -> u8 {
         };
         words.push("--state-dir".into());
         words.push(shell_quote(&d.to_string_lossy()));
+    }
+    if let Some(a) = &args.audit {
+        let a = match absolute(a) {
+            Ok(a) => a,
+            Err(e) => return usage_error(&e, None),
+        };
+        words.push("--audit".into());
+        words.push(shell_quote(&a.to_string_lossy()));
     }
     let exe = match std::env::current_exe() {
         Ok(p) => p.to_string_lossy().into_owned(),

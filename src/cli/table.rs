@@ -81,7 +81,7 @@ fn reads(cond: &Cond, out: &mut BTreeSet<&'static str>) {
 
 fn rank(source: Source) -> usize {
     match source {
-        Source::Request | Source::Visibility => 0,
+        Source::Protected | Source::Request | Source::Visibility => 0,
         Source::Deny => 1,
         Source::Pin => 2,
         Source::Ask => 3,

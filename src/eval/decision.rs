@@ -37,6 +37,10 @@ pub enum Source {
     /// The request itself: a resource URI that cannot be normalized, a
     /// server id holding `/`.
     Request,
+    /// The enforcement point's fixed rule, before any policy rule: a write
+    /// to the policy files it enforces or to its state folder
+    /// (`crate::protected`).
+    Protected,
 }
 
 /// Why.
@@ -70,6 +74,10 @@ pub enum Reason {
     BadUri,
     /// A server id that holds `/`: `server/tool` would split two ways.
     BadServer,
+    /// A write to a policy file the enforcement point enforces, the
+    /// `.mcppoltest` and lock files beside it, or its state folder: refused
+    /// whatever the policy says.
+    ProtectedPolicy,
 }
 
 macro_rules! as_str {
@@ -84,13 +92,13 @@ macro_rules! as_str {
 }
 
 as_str!(Verdict { Allow => "allow", Ask => "ask", Deny => "deny" });
-as_str!(Source { Visibility => "visibility", Deny => "deny", Pin => "pin", Ask => "ask", Allow => "allow", Default => "default", Request => "request" });
+as_str!(Source { Visibility => "visibility", Deny => "deny", Pin => "pin", Ask => "ask", Allow => "allow", Default => "default", Request => "request", Protected => "protected" });
 as_str!(Reason {
     Hidden => "hidden", DenyRule => "deny_rule", AskRule => "ask_rule", AllowRule => "allow_rule",
     PredicateFailed => "predicate_failed", NoApprover => "no_approver",
     DefinitionChanged => "definition_changed", NoRule => "no_rule",
     OutOfScope => "out_of_scope", NoPolicy => "no_policy",
-    BadUri => "bad_uri", BadServer => "bad_server",
+    BadUri => "bad_uri", BadServer => "bad_server", ProtectedPolicy => "protected_policy",
 });
 
 /// A decision.
@@ -161,6 +169,13 @@ impl Decision {
     /// The decision for a request that names a policy that is not loaded.
     pub fn no_policy() -> Self {
         Decision::new(Verdict::Deny, Source::Default, Reason::NoPolicy)
+    }
+
+    /// The decision of the fixed rule every enforcement point applies
+    /// before its policy: a write to a protected file (`deny`, `source:
+    /// protected`, `reason: protected_policy`, no rule id).
+    pub fn protected() -> Self {
+        Decision::new(Verdict::Deny, Source::Protected, Reason::ProtectedPolicy)
     }
 
     /// Whether the call goes through without asking.

@@ -14,6 +14,7 @@ mod ask_without_approver;
 mod duplicate;
 mod folded_regex;
 mod inexact_allow;
+mod line_break;
 pub mod listing;
 mod matches_nothing;
 mod missed_path;
@@ -73,6 +74,7 @@ lints! {
     TAINTED_WIDENS = "tainted_widens": "`tainted` where it widens access";
     REVERSED_PATH_TEST = "reversed_path_test": "`inside` in a deny or ask rule, `escapes` in an allow rule";
     FOLDED_REGEX = "folded_regex": "a deny, ask or exclude regex that needs case or punctuation loose matching folds away";
+    LINE_BREAK_IN_ALLOW = "line_break_in_allow": "a `matches` regex where a match allows that lets a line break through: a class that matches `\n`, `.` under `s`, `^` or `$` under `m`";
     MATCHES_NOTHING = "matches_nothing": "a target pattern that matches no name";
     RELATIVE_ROOT = "relative_root": "a path root that is not absolute";
     SCHEME_AS_SERVER = "scheme_as_server": "a resource target whose URI scheme is read as the server id";
@@ -131,6 +133,7 @@ pub fn lint(
         tainted::check(&mut cx);
         path_test::check(&mut cx);
         folded_regex::check(&mut cx);
+        line_break::check(&mut cx);
         matches_nothing::check(&mut cx);
         relative_root::check(&mut cx);
         scheme_server::check(&mut cx);

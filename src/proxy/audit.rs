@@ -8,10 +8,8 @@
 //! `deny` with `ask_denied`, `ask_halt` or `ask_failed`.
 
 use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::path::Path;
 use std::sync::Mutex;
-use std::time::SystemTime;
 
 use serde_json::{json, Value};
 
@@ -79,21 +77,18 @@ impl Audit {
     }
 
     fn write(&self, line: Value) {
-        let mut bytes = serde_json::to_vec(&line).unwrap_or_default();
-        bytes.push(b'\n');
         let mut file = self
             .file
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Err(e) = file.write_all(&bytes).and_then(|()| file.flush()) {
+        // The writer `claude-hook --audit` uses too (crate::audit).
+        if let Err(e) = crate::audit::write_line(&mut *file, &line) {
             tracing::error!(target: "mcppol::proxy", error = %e, "writing the audit file failed");
         }
     }
 }
 
-fn now() -> String {
-    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
-}
+use crate::audit::now;
 
 #[cfg(test)]
 mod tests {

@@ -51,6 +51,8 @@ struct Hook {
     state: tempfile::TempDir,
     policy: String,
     extra: Vec<String>,
+    /// Environment changes: a value sets, `None` removes.
+    env: Vec<(String, Option<String>)>,
 }
 
 impl Hook {
@@ -59,7 +61,14 @@ impl Hook {
             state: tempfile::tempdir().unwrap(),
             policy: POLICY.to_string(),
             extra: vec!["--name".to_string(), "claude".to_string()],
+            env: vec![("HOME".to_string(), Some("/home/dev".to_string()))],
         }
+    }
+
+    fn env(mut self, key: &str, value: Option<&str>) -> Self {
+        self.env.retain(|(k, _)| k != key);
+        self.env.push((key.to_string(), value.map(str::to_string)));
+        self
     }
 
     /// Without `--name`.
@@ -83,8 +92,14 @@ impl Hook {
     }
 
     fn run_bytes(&self, input: &[u8]) -> Run {
-        let out = Command::cargo_bin("mcppol")
-            .unwrap()
+        let mut command = Command::cargo_bin("mcppol").unwrap();
+        for (k, v) in &self.env {
+            match v {
+                Some(v) => command.env(k, v),
+                None => command.env_remove(k),
+            };
+        }
+        let out = command
             .args(["claude-hook", "--policy", &self.policy])
             .arg("--state-dir")
             .arg(self.state_dir())
@@ -630,7 +645,7 @@ fn fifty_hooks_of_one_session_at_once_lose_no_taint() {
 
 fn settings_block(command: &str) -> Value {
     let hook = json!([{"type": "command", "command": command, "timeout": 30}]);
-    let matcher = "mcp__.*|WebFetch|WebSearch";
+    let matcher = "mcp__.*|WebFetch|WebSearch|ReadMcpResourceTool|ListMcpResourcesTool";
     json!({"hooks": {
         "PreToolUse": [{"matcher": "*", "hooks": hook}],
         "PostToolUse": [{"matcher": matcher, "hooks": hook}],
@@ -732,4 +747,531 @@ fn the_bundled_policy_as_claude_code_runs_it() {
     assert_eq!(decision(&test), "allow");
     assert_eq!(hook.run(&fixture("post_webfetch")).status, 0);
     assert_eq!(decision(&test), "ask");
+}
+
+/// The decision and reason of a `PreToolUse` run.
+fn decided(run: &Run) -> (String, String) {
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    let v = run.json();
+    (
+        v["hookSpecificOutput"]["permissionDecision"]
+            .as_str()
+            .unwrap()
+            .to_string(),
+        v["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .to_string(),
+    )
+}
+
+fn tool_event(tool: &str, input: Value) -> Value {
+    with("pre_bash", json!({"tool_name": tool, "tool_input": input}))
+}
+
+#[test]
+fn paths_are_placed_as_claude_code_places_them() {
+    // The bundled policy's `search` allows a search inside `$CWD`
+    // (/home/dev/project); HOME is /home/dev.
+    let hook = Hook::new().policy("policies/claude-code.mcppol").unnamed();
+    let d = |tool: &str, input: Value| decided(&hook.run(&tool_event(tool, input))).0;
+    assert_eq!(d("Grep", json!({"pattern": "k", "path": "~/.aws"})), "ask");
+    assert_eq!(d("Glob", json!({"pattern": "*", "path": "~"})), "ask");
+    assert_eq!(d("Grep", json!({"pattern": "k", "path": " /etc"})), "ask");
+    assert_eq!(d("Grep", json!({"pattern": "k", "path": "/etc\n"})), "ask");
+    assert_eq!(d("LS", json!({"path": "~/"})), "ask");
+    // Inside the folder, once placed.
+    assert_eq!(d("Grep", json!({"pattern": "k", "path": " src "})), "allow");
+    assert_eq!(
+        d("Grep", json!({"pattern": "k", "path": "~/project/src"})),
+        "allow"
+    );
+    assert_eq!(
+        d(
+            "Write",
+            json!({"file_path": "~/project/src/x.rs", "content": ""})
+        ),
+        "allow"
+    );
+    // `~/` outside the folder is outside, whatever tool writes it.
+    assert_eq!(
+        d("Write", json!({"file_path": "~/.bashrc", "content": ""})),
+        "deny"
+    );
+    assert_eq!(
+        d(
+            "NotebookEdit",
+            json!({"notebook_path": "~/n.ipynb", "new_source": ""})
+        ),
+        "deny"
+    );
+    // `~user` is not expanded by Claude Code: a folder of that name.
+    assert_eq!(
+        d("Grep", json!({"pattern": "k", "path": "~dev/x"})),
+        "allow"
+    );
+    // Another home folder moves `~` with it.
+    let other = Hook::new()
+        .policy("policies/claude-code.mcppol")
+        .unnamed()
+        .env("HOME", Some("/home/dev/project"));
+    assert_eq!(
+        decided(&other.run(&tool_event(
+            "Grep",
+            json!({"pattern": "k", "path": "~/src"})
+        )))
+        .0,
+        "allow"
+    );
+}
+
+#[test]
+fn a_tilde_path_without_a_home_fails_closed() {
+    for home in [None, Some("relative/home")] {
+        let hook = Hook::new()
+            .policy("policies/claude-code.mcppol")
+            .unnamed()
+            .env("HOME", home);
+        let (decision, reason) =
+            decided(&hook.run(&tool_event("Glob", json!({"pattern": "*", "path": "~"}))));
+        assert_eq!(decision, "deny");
+        assert_eq!(
+            reason,
+            failed("Glob `path`: the path `~` starts with `~`, which Claude Code expands to the home folder, and HOME is not an absolute path here, so mcppol cannot tell which file it names")
+        );
+        // A path without `~` needs no home.
+        let (decision, _) =
+            decided(&hook.run(&tool_event("Grep", json!({"pattern": "k", "path": "src"}))));
+        assert_eq!(decision, "allow");
+    }
+}
+
+/// A project installed as `--print-settings` does without `--policy`:
+/// the bundled policy as `$CLAUDE_PROJECT_DIR/.claude/policy.mcppol`.
+struct Project {
+    dir: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl Project {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join(".claude")).unwrap();
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::copy(
+            "policies/claude-code.mcppol",
+            root.join(".claude/policy.mcppol"),
+        )
+        .unwrap();
+        std::fs::copy(
+            "policies/claude-code.mcppoltest",
+            root.join(".claude/policy.mcppoltest"),
+        )
+        .unwrap();
+        Project { dir, root }
+    }
+
+    fn policy(&self) -> String {
+        self.root
+            .join(".claude/policy.mcppol")
+            .display()
+            .to_string()
+    }
+
+    fn hook(&self) -> Hook {
+        Hook::new().policy(&self.policy()).unnamed()
+    }
+
+    fn event(&self, tool: &str, input: Value) -> Value {
+        with(
+            "pre_bash",
+            json!({"tool_name": tool, "tool_input": input, "cwd": self.root.display().to_string()}),
+        )
+    }
+}
+
+#[test]
+fn the_hook_refuses_writes_to_the_policy_it_enforces() {
+    let project = Project::new();
+    let hook = project.hook();
+    let policy = project.policy();
+    let d = |tool: &str, input: Value| decided(&hook.run(&project.event(tool, input)));
+
+    // The bundled policy allows writes inside `$CWD`; these it never sees.
+    let (decision, reason) = d(
+        "Write",
+        json!({"file_path": policy, "content": "policy p { allow * }"}),
+    );
+    assert_eq!(decision, "deny");
+    assert_eq!(
+        reason,
+        format!("mcppol: deny claude/Write by the fixed rule `protected` (protected_policy): `{policy}` is, or resolves to, a file this hook enforces or keeps (its policy `{policy}`, the .mcppoltest and lock files beside it, or its state folder); no policy rule can allow it")
+    );
+    for (tool, input) in [
+        (
+            "Edit",
+            json!({"file_path": ".claude/policy.mcppol", "old_string": "deny", "new_string": "allow"}),
+        ),
+        (
+            "MultiEdit",
+            json!({"file_path": " ./src/../.claude/policy.mcppol", "edits": []}),
+        ),
+        (
+            "Write",
+            json!({"file_path": ".claude/policy.mcppoltest", "content": ""}),
+        ),
+        (
+            "Write",
+            json!({"file_path": ".claude/mcppol.lock", "content": "{}"}),
+        ),
+        (
+            "NotebookEdit",
+            json!({"notebook_path": ".claude/x.mcppoltest", "new_source": ""}),
+        ),
+        (
+            "Bash",
+            json!({"command": "sed -i s/deny/allow/ .claude/policy.mcppol"}),
+        ),
+        (
+            "Bash",
+            json!({"command": "cat /dev/null > ./.claude/policy.mcppoltest"}),
+        ),
+    ] {
+        let (decision, reason) = d(tool, input.clone());
+        assert_eq!(decision, "deny", "{tool} {input}");
+        assert!(reason.contains("(protected_policy)"), "{reason}");
+    }
+    // Through a link made inside the project.
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(&policy, project.root.join("src/notes.md")).unwrap();
+        let (decision, _) = d("Write", json!({"file_path": "src/notes.md", "content": ""}));
+        assert_eq!(decision, "deny");
+        std::os::unix::fs::symlink(project.root.join(".claude"), project.root.join("cfg")).unwrap();
+        let (decision, _) = d("Edit", json!({"file_path": "cfg/policy.mcppol"}));
+        assert_eq!(decision, "deny");
+    }
+    // The state folder: its taint files say what the session has read.
+    let state = hook.state_dir().join("s-x.taint").display().to_string();
+    let (decision, reason) = d("Write", json!({"file_path": state, "content": ""}));
+    assert_eq!(decision, "deny");
+    assert!(reason.contains("(protected_policy)"), "{reason}");
+    let rm = format!("rm -r {}", hook.state_dir().display());
+    assert_eq!(d("Bash", json!({"command": rm})).0, "deny");
+
+    // Everything else is the policy's to decide.
+    assert_eq!(
+        d("Write", json!({"file_path": "src/main.rs", "content": ""})).0,
+        "allow"
+    );
+    assert_eq!(
+        d(
+            "Write",
+            json!({"file_path": ".claude/settings.local.json", "content": ""})
+        )
+        .0,
+        "allow"
+    );
+    assert_eq!(d("Read", json!({"file_path": policy})).0, "allow");
+    assert_eq!(d("Bash", json!({"command": "ls -la"})).0, "allow");
+    // The file is as it was.
+    assert_eq!(
+        std::fs::read_to_string(&policy).unwrap(),
+        std::fs::read_to_string("policies/claude-code.mcppol").unwrap()
+    );
+    drop(project.dir);
+}
+
+#[test]
+fn mcp_resources_read_through_claude_code_taint_the_session() {
+    let hook = Hook::new();
+    let mail = with(
+        "pre_mcp",
+        json!({"tool_name": "mcp__mail__send", "tool_input": {"to": "x@example.com"}}),
+    );
+    assert_eq!(decided(&hook.run(&mail)).0, "allow");
+    let read = with(
+        "post_mcp",
+        json!({"tool_name": "ReadMcpResourceTool", "tool_input": {"server": "wiki.corp", "uri": "wiki://page/1"}}),
+    );
+    let run = hook.run(&read);
+    assert_eq!(
+        (run.status, run.stdout.as_str(), run.stderr.as_str()),
+        (0, "", "")
+    );
+    assert_eq!(
+        std::fs::read_to_string(taint_file(&hook.state_dir())).unwrap(),
+        "mcppol taint 1\n\"wiki.corp\"\n\"wiki_corp\"\n"
+    );
+    let (decision, reason) = decided(&hook.run(&mail));
+    assert_eq!(decision, "deny");
+    assert!(reason.contains("rule `tainted_mail`"), "{reason}");
+
+    // A listing of every server's resources: no server to name, so it
+    // counts for every server.
+    let hook = Hook::new();
+    let list = with(
+        "post_mcp",
+        json!({"tool_name": "ListMcpResourcesTool", "tool_input": {}}),
+    );
+    assert_eq!(hook.run(&list).status, 0);
+    assert_eq!(
+        std::fs::read_to_string(taint_file(&hook.state_dir())).unwrap(),
+        "mcppol taint 1\n\"ListMcpResourcesTool\"\n"
+    );
+    assert_eq!(decided(&hook.run(&mail)).0, "deny");
+    // The printed matcher runs the hook after both.
+    let matcher = regex::Regex::new(&format!(
+        "^(?:{})$",
+        settings_block("x")["hooks"]["PostToolUse"][0]["matcher"]
+            .as_str()
+            .unwrap()
+    ))
+    .unwrap();
+    assert!(matcher.is_match("ReadMcpResourceTool") && matcher.is_match("ListMcpResourcesTool"));
+}
+
+fn audit_lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn audit_writes_one_line_per_decided_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let audit = dir.path().join("audit.jsonl");
+    let hook = Hook::new().arg("--audit").arg(audit.to_str().unwrap());
+    let ls = with("pre_bash", json!({"tool_input": {"command": "ls"}}));
+    assert_eq!(decided(&hook.run(&ls)).0, "allow");
+    assert_eq!(decided(&hook.run(&fixture("pre_bash"))).0, "deny");
+    let make = with("pre_bash", json!({"tool_input": {"command": "make"}}));
+    assert_eq!(decided(&hook.run(&make)).0, "ask");
+    // Refused before the policy: audited too.
+    let bad = with("pre_bash", json!({"session_id": null}));
+    assert_eq!(decided(&hook.run(&bad)).0, "deny");
+    // Taint events decide nothing: no line.
+    assert_eq!(hook.run(&fixture("post_webfetch")).status, 0);
+    // The audit file is the hook's own: the agent cannot rewrite it.
+    let truncate = with(
+        "pre_bash",
+        json!({"tool_name": "Write", "tool_input": {"file_path": audit.display().to_string(), "content": ""}}),
+    );
+    let (decision, reason) = decided(&hook.run(&truncate));
+    assert_eq!(decision, "deny");
+    assert!(reason.contains("(protected_policy)"), "{reason}");
+
+    let lines = audit_lines(&audit);
+    assert_eq!(lines.len(), 5, "{lines:?}");
+    let pick = |l: &Value| {
+        (
+            l["server"].as_str().unwrap().to_string(),
+            l["name"].as_str().map(str::to_string),
+            l["decision"].as_str().unwrap().to_string(),
+            l["source"].as_str().unwrap().to_string(),
+            l["reason"].as_str().unwrap().to_string(),
+            l["rule_id"].as_str().map(str::to_string),
+            l["approval"].as_str().unwrap().to_string(),
+        )
+    };
+    let s = |x: &str| x.to_string();
+    assert_eq!(
+        lines.iter().map(pick).collect::<Vec<_>>(),
+        [
+            (
+                s("claude"),
+                Some(s("Bash")),
+                s("allow"),
+                s("allow"),
+                s("allow_rule"),
+                Some(s("shell")),
+                s("none")
+            ),
+            (
+                s("claude"),
+                Some(s("Bash")),
+                s("deny"),
+                s("deny"),
+                s("deny_rule"),
+                Some(s("no_rm_rf")),
+                s("none")
+            ),
+            (
+                s("claude"),
+                Some(s("Bash")),
+                s("ask"),
+                s("default"),
+                s("no_rule"),
+                None,
+                s("host")
+            ),
+            (
+                s("claude"),
+                Some(s("Bash")),
+                s("deny"),
+                s("hook"),
+                s("hook_failed"),
+                None,
+                s("none")
+            ),
+            (
+                s("claude"),
+                Some(s("Write")),
+                s("deny"),
+                s("protected"),
+                s("protected_policy"),
+                None,
+                s("none")
+            ),
+        ]
+    );
+    for l in &lines {
+        let keys: Vec<&String> = l.as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            [
+                "time",
+                "server",
+                "kind",
+                "name",
+                "decision",
+                "source",
+                "reason",
+                "rule_id",
+                "args_digest",
+                "approval"
+            ]
+        );
+        assert!(l["args_digest"].as_str().unwrap().starts_with("sha256:"));
+        // Never the arguments.
+        assert!(!l.to_string().contains("rm -rf"));
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_call_that_cannot_be_audited_is_refused() {
+    let hook = Hook::new().arg("--audit").arg("/dev/full");
+    let ls = with("pre_bash", json!({"tool_input": {"command": "ls"}}));
+    let (decision, reason) = decided(&hook.run(&ls));
+    assert_eq!(decision, "deny");
+    assert!(
+        reason.starts_with(
+            "mcppol: deny (audit_failed): the audit line could not be written to `/dev/full`"
+        ),
+        "{reason}"
+    );
+    // A folder that does not exist.
+    let hook = Hook::new().arg("--audit").arg("/nonexistent/audit.jsonl");
+    assert!(decided(&hook.run(&ls)).1.contains("(audit_failed)"));
+}
+
+#[test]
+fn print_settings_carries_the_audit_file() {
+    let out = Command::cargo_bin("mcppol")
+        .unwrap()
+        .args([
+            "claude-hook",
+            "--print-settings",
+            "--audit",
+            "/var/log/mcppol hook.jsonl",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let command = printed["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap();
+    assert!(
+        command.ends_with(" --audit '/var/log/mcppol hook.jsonl' || exit 2"),
+        "{command}"
+    );
+}
+
+#[test]
+fn explain_shows_the_fixed_rule_for_a_protected_write() {
+    let project = Project::new();
+    let policy = project.policy();
+    let args = json!({"file_path": ".claude/policy.mcppol", "content": ""}).to_string();
+    let cwd = project.root.display().to_string();
+    let out = Command::cargo_bin("mcppol")
+        .unwrap()
+        .env("HOME", "/home/dev")
+        .args([
+            "explain",
+            "--policy",
+            &policy,
+            "--tool",
+            "claude/Write",
+            "--args",
+            &args,
+            "--cwd",
+            &cwd,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with(&format!(
+            "protected: matched: `{policy}` is, or resolves to, a file this hook enforces"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(
+            "decision: deny (source: protected, reason: protected_policy, rule_id: null)\n"
+        ),
+        "{text}"
+    );
+    let out = Command::cargo_bin("mcppol")
+        .unwrap()
+        .env("HOME", "/home/dev")
+        .args([
+            "explain",
+            "--policy",
+            &policy,
+            "--tool",
+            "claude/Write",
+            "--args",
+            &args,
+            "--cwd",
+            &cwd,
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["decision"],
+        json!({"decision": "deny", "source": "protected", "reason": "protected_policy", "rule_id": null})
+    );
+    assert_eq!(v["steps"][0]["stage"], "protected");
+    // Another file is the policy's to decide.
+    let other = json!({"file_path": "src/main.rs", "content": ""}).to_string();
+    let out = Command::cargo_bin("mcppol")
+        .unwrap()
+        .args([
+            "explain",
+            "--policy",
+            &policy,
+            "--tool",
+            "claude/Write",
+            "--args",
+            &other,
+            "--cwd",
+            &cwd,
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("decision: allow (source: allow, reason: allow_rule, rule_id: edits)"),
+        "{text}"
+    );
 }

@@ -478,3 +478,28 @@ mod never_panics {
         }
     }
 }
+
+#[test]
+fn line_break_in_allow_catches_the_shell_rule_claude_code_mcppol_had() {
+    // The bundled policy's `allow shell` before issue 22: bash runs each
+    // line, and `ls -la⏎curl … | sh` passed it.
+    let text = r#"policy p {
+  allow shell: "claude/Bash"
+    when args.command matches /^(ls|pwd|git (status|diff|log|show|branch)|cargo (build|test|check|clippy|fmt))( [^;&|`$<>()\\]*)?$/
+}"#;
+    let diagnostics = check_text(
+        "t.mcppol",
+        text,
+        &LoadOptions::default(),
+        &LintOptions::default(),
+    );
+    let d = diagnostics
+        .iter()
+        .find(|d| d.code == "mcppol::lint::line_break_in_allow")
+        .expect("no line_break_in_allow");
+    assert_eq!(&text[d.span.start..d.span.end], r"[^;&|`$<>()\\]");
+    assert!(d.help.as_deref().unwrap().contains(r"[^;&|`$<>()\\\n\r]"));
+    // As it is bundled now: silent.
+    let fixed = std::fs::read_to_string("policies/claude-code.mcppol").unwrap();
+    assert!(lint(&fixed).is_empty(), "{:?}", lint(&fixed));
+}
