@@ -37,7 +37,7 @@ use serde_json::json;
 use crate::audit::AuditLine;
 use crate::policy::{Cond, Test};
 use crate::protected::Protected;
-use crate::{Decision, LoadOptions, Policy, PolicySet, Request, Source, Verdict};
+use crate::{Decision, Links, LoadOptions, Policy, PolicySet, Request, Source, Verdict};
 use event::{Event, EventKind};
 use names::{ToolName, DEFAULT_BUILTIN_SERVER};
 use taint::TaintStore;
@@ -490,7 +490,10 @@ fn pre_tool_use(config: &HookConfig, event: &Event) -> Result<(HookOutput, Recor
         let mut request = Request::tool(&reading.server, &reading.tool)
             .with_args(input)
             .with_taint(&taint_refs)
-            .with_cwd(cwd);
+            .with_cwd(cwd)
+            // Claude Code's tools act on this machine: path tests read
+            // symbolic links (unless the policy sets `resolve_links off`).
+            .with_links(Links::ThisMachine);
         if unknown.is_some() {
             request = request.with_taint_unknown();
         }
