@@ -14,7 +14,7 @@ fn mcppol() -> Command {
 }
 
 const POLICY: &str = r#"policy p {
-  ask outside: "fs/*" when args.content matches /^B/ or args.path escapes "/srv"
+  ask outside: "fs/*" when args.content matches /^A/ and args.path escapes "/srv"
   allow "fs/*"
 }
 "#;
@@ -43,7 +43,10 @@ fn explain_shows_a_crafted_call_escaped_in_both_formats_and_says_what_it_cut() {
             assert!(!stdout.contains(c), "{format}: {c:?} shown raw in {stdout}");
         }
         if format == "human" {
-            let decisions = stdout.lines().filter(|l| l.starts_with("decision:")).count();
+            let decisions = stdout
+                .lines()
+                .filter(|l| l.starts_with("decision:"))
+                .count();
             assert_eq!(decisions, 1, "{stdout}");
             assert!(stdout.contains("/etc/cron.d/evil\\u{202e}"), "{stdout}");
             // The 2,100 bytes of `content` are cut, and that is said.
@@ -85,7 +88,10 @@ fn check_refuses_a_policy_defined_in_two_files_as_the_proxy_does() {
     assert!(proxy_refuses(dir.path()).contains("duplicate_policy"));
     let (status, stderr) = check(&[dir.path()]);
     assert_eq!(status, 1, "{stderr}");
-    assert!(stderr.contains("mcppol::store::duplicate_policy"), "{stderr}");
+    assert!(
+        stderr.contains("mcppol::store::duplicate_policy"),
+        "{stderr}"
+    );
     assert!(
         stderr.contains("a.mcppol") && stderr.contains("b.mcppol"),
         "{stderr}"
@@ -105,7 +111,10 @@ fn check_refuses_a_policy_reached_twice_through_a_link_as_the_proxy_does() {
     assert!(proxy_refuses(dir.path()).contains("duplicate_policy"));
     let (status, stderr) = check(&[dir.path()]);
     assert_eq!(status, 1, "{stderr}");
-    assert!(stderr.contains("mcppol::store::duplicate_policy"), "{stderr}");
+    assert!(
+        stderr.contains("mcppol::store::duplicate_policy"),
+        "{stderr}"
+    );
     assert!(
         stderr.contains("a.mcppol") && stderr.contains("link.mcppol"),
         "{stderr}"
