@@ -95,9 +95,8 @@ fn the_dialog_shows_every_key_of_a_long_call_and_says_what_was_cut() {
     no_hidden_characters(&message);
 
     // More keys than are shown: how many more is said.
-    let many: serde_json::Map<String, Value> = (0..100)
-        .map(|i| (format!("k{i:03}"), json!(i)))
-        .collect();
+    let many: serde_json::Map<String, Value> =
+        (0..100).map(|i| (format!("k{i:03}"), json!(i))).collect();
     let message = dialog(&mut p, 11, "echo", Value::Object(many));
     assert!(message.contains("more"), "{message}");
     assert!(message.contains("k000"), "{message}");
@@ -151,12 +150,14 @@ fn results_are_shaped_for_the_model_and_a_clean_one_is_relayed_as_it_came() {
     p.initialize(json!({}));
     let out = p.call("poison", json!({}));
     let result = &out["result"];
-    let all = result.to_string();
+    // What the model reads; `_meta` (checked below) is kept as it came.
+    let all = result["content"].to_string();
     for c in ['\u{202e}', '\u{200b}'] {
         assert!(!all.contains(c), "{c:?} in {all}");
     }
     assert!(
-        !all.chars().any(|c| ('\u{e0000}'..='\u{e007f}').contains(&c)),
+        !all.chars()
+            .any(|c| ('\u{e0000}'..='\u{e007f}').contains(&c)),
         "tag characters in {all}"
     );
     let content = result["content"].as_array().unwrap();
@@ -165,7 +166,10 @@ fn results_are_shaped_for_the_model_and_a_clean_one_is_relayed_as_it_came() {
     // The SVG became a placeholder; the PNG stayed as it was.
     assert_eq!(content[1]["type"], "text");
     assert!(
-        content[1]["text"].as_str().unwrap().contains("image/svg+xml"),
+        content[1]["text"]
+            .as_str()
+            .unwrap()
+            .contains("image/svg+xml"),
         "{result}"
     );
     assert_eq!(
@@ -292,7 +296,12 @@ fn every_governed_request_has_one_audit_line_whatever_refused_it() {
     let lines = audit_lines(&audit);
     let summary: Vec<(&str, &str)> = lines
         .iter()
-        .map(|l| (l["decision"].as_str().unwrap(), l["reason"].as_str().unwrap()))
+        .map(|l| {
+            (
+                l["decision"].as_str().unwrap(),
+                l["reason"].as_str().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(
         summary,
@@ -307,7 +316,10 @@ fn every_governed_request_has_one_audit_line_whatever_refused_it() {
         ],
         "{lines:?}; answers {answers:?}"
     );
-    assert_eq!(lines[3]["hook_id"].as_str().map(|h| !h.is_empty()), Some(true));
+    assert_eq!(
+        lines[3]["hook_id"].as_str().map(|h| !h.is_empty()),
+        Some(true)
+    );
     // Only the allowed call reached the server.
     assert_eq!(calls_reaching_server(dir.path()), 1);
 }
