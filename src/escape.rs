@@ -77,6 +77,20 @@ pub fn json_text(value: &serde_json::Value) -> String {
     out
 }
 
+/// How many values [`show_arguments`] would list for `value`.
+fn count_leaves(value: &serde_json::Value, depth: usize) -> usize {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) if depth < 64 && !map.is_empty() => {
+            map.values().map(|v| count_leaves(v, depth + 1)).sum()
+        }
+        Value::Array(items) if depth < 64 && !items.is_empty() => {
+            items.iter().map(|v| count_leaves(v, depth + 1)).sum()
+        }
+        _ => 1,
+    }
+}
+
 /// The most values [`show_arguments`] lists.
 pub const MAX_SHOWN_VALUES: usize = 64;
 /// The most bytes of one value [`show_arguments`] shows.
@@ -140,7 +154,13 @@ fn show_key(key: &str, first: bool) -> String {
 pub fn show_arguments(arguments: &serde_json::Value) -> String {
     let mut leaves = Vec::new();
     let mut total = 0usize;
-    walk(arguments, String::new(), 0, &mut leaves, &mut total);
+    let empty = match arguments {
+        serde_json::Value::Object(m) => m.is_empty(),
+        _ => false,
+    };
+    if !empty {
+        walk(arguments, String::new(), 0, &mut leaves, &mut total);
+    }
     let mut out = match total {
         0 => "Arguments: none".to_string(),
         1 => "Arguments (1 value):".to_string(),
@@ -150,6 +170,10 @@ pub fn show_arguments(arguments: &serde_json::Value) -> String {
         out.push_str("\n  ");
         if path.is_empty() {
             out.push_str("(the arguments)");
+        } else if path.len() > MAX_SHOWN_VALUE_BYTES {
+            // A long name is cut like a value, and the cut said.
+            out.push_str(cut_at(path, MAX_SHOWN_VALUE_BYTES));
+            out.push_str(&format!("… (name cut: {} bytes in all)", path.len()));
         } else {
             out.push_str(path);
         }
@@ -173,6 +197,11 @@ fn walk<'a>(
     total: &mut usize,
 ) {
     use serde_json::Value;
+    if leaves.len() >= MAX_SHOWN_VALUES {
+        // Past the bound only the count is needed: no paths are made.
+        *total += count_leaves(value, depth);
+        return;
+    }
     // Arguments nest at most 64 deep (`MAX_ARGUMENT_DEPTH`); deeper is
     // shown as one (cut) value.
     let nested = depth < 64;
@@ -221,6 +250,13 @@ mod tests {
             (0..70).map(|i| (format!("k{i}"), json!(i))).collect();
         let shown = show_arguments(&serde_json::Value::Object(many));
         assert!(shown.contains("6 more values"), "{shown}");
+        let nested: Vec<serde_json::Value> =
+            (0..10).map(|i| json!({"a": i, "b": [i, i]})).collect();
+        let shown = show_arguments(&json!({"first": nested, "last": 1}));
+        assert!(shown.starts_with("Arguments (31 values):"), "{shown}");
+        let long_key = "k".repeat(500);
+        let shown = show_arguments(&json!({ long_key: 1 }));
+        assert!(shown.contains("(name cut: 500 bytes in all)"), "{shown}");
         assert_eq!(show_arguments(&json!({})), "Arguments: none");
     }
 
