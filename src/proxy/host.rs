@@ -85,6 +85,7 @@ async fn on_line(shared: &Arc<Shared>, line: &[u8]) {
         // ungoverned, if the server acted on it: it is dropped.
         Message::Notification(n) if !n.method.starts_with("notifications/") => {
             tracing::warn!(target: "mcppol::proxy", method = %n.method, "the host sent a request without an id: dropped, it is not governed");
+            refused_unserved(shared, &n.method, n.params.as_ref(), "not_a_request");
         }
         // Written again from what was read, never the line as it came: a
         // line with a key twice (`"method"` of `tools/call` and of a
@@ -153,6 +154,12 @@ async fn start(shared: &Arc<Shared>, request: Request) {
         }
     };
     if let Some(e) = refusal {
+        let reason = if e.code == codes::INVALID_REQUEST {
+            "duplicate_id"
+        } else {
+            "too_many_pending"
+        };
+        refused_unserved(shared, &request.method, request.params.as_ref(), reason);
         shared.host.respond(request.id, Err(e)).await;
         return;
     }
@@ -356,6 +363,19 @@ fn refused_request(shared: &Shared, kind: &str, name: Option<&str>, reason: &'st
         let record = AuditRecord::refused(&shared.server_id, kind, name, "request", reason);
         let _ = audit.write_record(&record);
     }
+}
+
+/// The audit line of a governed request that is refused before it is
+/// served (its id in use, too many in flight, sent without an id).
+fn refused_unserved(shared: &Shared, method: &str, params: Option<&Value>, reason: &'static str) {
+    let (kind, key) = match method {
+        "tools/call" => ("tool", "name"),
+        "resources/read" => ("resource", "uri"),
+        "prompts/get" => ("prompt", "name"),
+        _ => return,
+    };
+    let name = params.and_then(|p| p.get(key)).and_then(Value::as_str);
+    refused_request(shared, kind, name, reason);
 }
 
 /// Relays a host request to the server under a new id and gives back the

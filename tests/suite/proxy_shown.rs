@@ -26,7 +26,7 @@ policy scripted {
   deny no_escape: "scripted/read_file" when args.path escapes "/srv"
   allow "scripted/read_file" when args.path inside "/srv"
   allow "scripted/echo", "scripted/poison", "scripted/clean", "scripted/structured",
-    "scripted/big", "scripted/secret"
+    "scripted/big", "scripted/secret", "scripted/slow"
 }
 "#;
 
@@ -338,4 +338,46 @@ fn an_audit_that_cannot_be_written_refuses_the_call_and_sends_nothing() {
     assert_eq!(p.close().code(), Some(0));
     assert_eq!(calls_reaching_server(dir.path()), 0);
     assert!(p.stderr_text().contains("audit"), "{}", p.stderr_text());
+}
+
+#[test]
+fn a_call_refused_before_it_is_served_has_its_audit_line_too() {
+    let (dir, policy) = setup(ALLOW);
+    let audit = dir.path().join("audit.jsonl");
+    let mut p = start(dir.path(), &policy, &["--audit", audit.to_str().unwrap()]);
+    p.initialize(json!({}));
+    // A tools/call without an id: dropped, never served.
+    p.send(json!({"jsonrpc": "2.0", "method": "tools/call",
+                  "params": {"name": "echo", "arguments": {}}}));
+    // An id still in flight: refused.
+    p.send(json!({"jsonrpc": "2.0", "id": 500, "method": "tools/call",
+                  "params": {"name": "slow", "arguments": {"seconds": 1}}}));
+    p.send(json!({"jsonrpc": "2.0", "id": 500, "method": "tools/call",
+                  "params": {"name": "echo", "arguments": {}}}));
+    let first = p.wait_for(|m| m["id"] == 500);
+    let second = p.wait_for(|m| m["id"] == 500);
+    assert!(
+        first.get("error").is_some() || second.get("error").is_some(),
+        "{first} {second}"
+    );
+    assert_eq!(p.close().code(), Some(0));
+    let mut got: Vec<(String, String)> = audit_lines(&audit)
+        .iter()
+        .map(|l| {
+            (
+                l["name"].as_str().unwrap().to_string(),
+                l["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    got.sort();
+    let s = |a: &str, b: &str| (a.to_string(), b.to_string());
+    assert_eq!(
+        got,
+        [
+            s("echo", "duplicate_id"),
+            s("echo", "not_a_request"),
+            s("slow", "allow_rule")
+        ]
+    );
 }
