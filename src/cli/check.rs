@@ -143,7 +143,10 @@ pub fn run(args: CheckArgs) -> u8 {
     let store = crate::store::load_diagnostics(&args.paths, &options);
     let mut whole: Vec<Diagnostic> = store
         .iter()
-        .filter(|d| d.code.starts_with("mcppol::store::"))
+        .filter(|d| {
+            use crate::diagnostics::codes::{STORE_DUPLICATE_POLICY, STORE_NO_POLICY};
+            [STORE_DUPLICATE_POLICY, STORE_NO_POLICY].contains(&d.code)
+        })
         .cloned()
         .collect();
     if errors == 0 && whole.is_empty() {
