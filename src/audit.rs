@@ -1,8 +1,8 @@
 //! The audit line: one JSON object a line, the same keys for every
 //! enforcement point that writes one (`mcppol proxy --audit`, `mcppol
 //! claude-hook --audit`): `time`, `server`, `kind`, `name`, `decision`,
-//! `source`, `reason`, `rule_id`, `args_digest` and `approval`. Never the
-//! arguments, never a result.
+//! `source`, `reason`, `rule_id`, `args_digest`, `approval` and `hook_id`.
+//! Never the arguments, never a result.
 
 use std::io::Write;
 use std::time::SystemTime;
@@ -21,6 +21,8 @@ pub(crate) struct AuditLine<'a> {
     pub rule_id: Option<&'a str>,
     pub args_digest: Option<&'a str>,
     pub approval: &'a str,
+    /// The hook that refused the request, if one did.
+    pub hook_id: Option<&'a str>,
 }
 
 impl AuditLine<'_> {
@@ -37,6 +39,7 @@ impl AuditLine<'_> {
             "rule_id": self.rule_id,
             "args_digest": self.args_digest,
             "approval": self.approval,
+            "hook_id": self.hook_id,
         })
     }
 }
@@ -71,6 +74,7 @@ mod tests {
             rule_id: None,
             args_digest: Some("sha256:00"),
             approval: "none",
+            hook_id: None,
         }
         .to_json();
         let mut out = Vec::new();
@@ -89,7 +93,8 @@ mod tests {
                 "reason",
                 "rule_id",
                 "args_digest",
-                "approval"
+                "approval",
+                "hook_id"
             ]
         );
     }

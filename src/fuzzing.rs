@@ -105,6 +105,7 @@ pub mod proxy {
             max_line_bytes: options.max_line_bytes,
             max_pending: options.max_pending,
             call_timeout: options.call_timeout,
+            shape: Some(crate::pipeline::DEFAULT_MAX_RESULT_BYTES),
         };
         serve_session(
             session,

@@ -298,6 +298,7 @@ fn append_audit(path: &Path, record: &Record) -> std::io::Result<()> {
         rule_id: record.rule_id.as_deref(),
         args_digest: record.args_digest.as_deref(),
         approval,
+        hook_id: None,
     }
     .to_json();
     let mut file = std::fs::OpenOptions::new()

@@ -135,6 +135,36 @@ pub fn run(args: CheckArgs) -> u8 {
             Format::Sarif => all.extend(diagnostics),
         }
     }
+    // The folder as the store (and so `proxy`) loads it: one loader, one
+    // answer. What only the whole folder shows (a policy name defined in
+    // two files, or one file reached twice through a link) is reported
+    // here; a folder the store refuses for a reason no file's own check
+    // found is refused here too.
+    let store = crate::store::load_diagnostics(&args.paths, &options);
+    let mut whole: Vec<Diagnostic> = store
+        .iter()
+        .filter(|d| {
+            use crate::diagnostics::codes::{STORE_DUPLICATE_POLICY, STORE_NO_POLICY};
+            [STORE_DUPLICATE_POLICY, STORE_NO_POLICY].contains(&d.code)
+        })
+        .cloned()
+        .collect();
+    if errors == 0 && whole.is_empty() {
+        whole = store;
+    }
+    errors += whole
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .count();
+    match args.format {
+        Format::Human => eprint!("{}", render_all(&whole, color())),
+        Format::Json => {
+            for d in &whole {
+                println!("{}", d.to_json());
+            }
+        }
+        Format::Sarif => all.extend(whole),
+    }
     if let Format::Sarif = args.format {
         println!("{}", lint::sarif::log(&all));
     }

@@ -51,7 +51,12 @@ pub fn run(args: ExplainArgs) -> u8 {
     let explanation = owned.with_request(|request| explain(&policy, request));
     match args.format {
         Format::Human => print!("{}", explanation.render(&policy)),
-        Format::Json => println!("{}", explanation.to_json(&policy)),
+        // Names and values the request supplies, with their bidi and
+        // invisible characters as `\u` escapes (JSON escapes the controls).
+        Format::Json => println!(
+            "{}",
+            crate::escape::json_text(&explanation.to_json(&policy))
+        ),
     }
     exit::OK
 }

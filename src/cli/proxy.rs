@@ -55,6 +55,13 @@ pub struct ProxyArgs {
     /// The most requests in flight each way.
     #[arg(long = "max-pending", value_name = "N", default_value_t = 1024)]
     max_pending: usize,
+    /// Relay tool results as the server sent them: no stripping of
+    /// invisible characters, no media placeholders, no size cap.
+    #[arg(long = "no-shape")]
+    no_shape: bool,
+    /// The cap of a tool result shaped for the model (bytes of JSON).
+    #[arg(long = "max-result-bytes", value_name = "N", default_value_t = crate::pipeline::DEFAULT_MAX_RESULT_BYTES)]
+    max_result_bytes: usize,
     /// The server command and its arguments.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     command: Vec<String>,
@@ -148,6 +155,7 @@ pub fn run(args: ProxyArgs) -> u8 {
             max_line_bytes: args.max_line_bytes,
             max_pending: args.max_pending.max(1),
             call_timeout: args.call_timeout,
+            shape: (!args.no_shape).then_some(args.max_result_bytes),
         },
         command: args.command,
         grace: args.grace,

@@ -129,6 +129,9 @@ pub enum ErrorReason {
     ConnectionFailed,
     /// `timeout`.
     NoAnswer,
+    /// `denied`: the request's audit line could not be written, so it is
+    /// refused (nothing is sent): a trusted audit trail has every request.
+    AuditFailed,
 }
 
 impl ErrorReason {
@@ -150,6 +153,7 @@ impl ErrorReason {
             ErrorReason::BadResponse => "bad_response",
             ErrorReason::ConnectionFailed => "connection_failed",
             ErrorReason::NoAnswer => "no_answer",
+            ErrorReason::AuditFailed => "audit_failed",
         }
     }
 }

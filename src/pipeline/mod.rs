@@ -104,6 +104,106 @@ pub struct DecisionRecord<'a> {
 /// Called with every decision record (see [`PipelineBuilder::observer`]).
 pub type DecisionObserver = Arc<dyn Fn(&DecisionRecord<'_>) + Send + Sync>;
 
+/// One governed request's line in an audit trail (see
+/// [`PipelineBuilder::audit`]): exactly one per request, whatever decided
+/// it, the policy or a step before it (an unknown or hidden tool, a hook
+/// that denied, failed or halted, arguments over the bounds or against the
+/// schema). Never the arguments, never a result.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct AuditRecord<'a> {
+    /// The server's id.
+    pub server: &'a str,
+    /// `tool`, `resource` or `prompt`.
+    pub kind: &'a str,
+    /// The tool or prompt name, or the resource URI.
+    pub name: Option<&'a str>,
+    /// What was done: `allow` (it goes to the server) or `deny` (nothing
+    /// is sent). An ask a person allowed is `allow`.
+    pub decision: &'static str,
+    /// Who decided: the policy's sources (`deny`, `pin`, `ask`, `allow`,
+    /// `default`), `visibility`, `request` (the request itself: unknown
+    /// tool, arguments out of bounds) or `hook`.
+    pub source: &'static str,
+    /// The reason word: the policy's, `ask_denied`, `ask_halt`,
+    /// `ask_failed`, or the refusal's (`unknown_tool`, `hidden`,
+    /// `invalid_arguments`, `hook_denied`, `hook_failed`, `hook_halt`, ...).
+    pub reason: &'static str,
+    /// The deciding rule, when a rule decided.
+    pub rule_id: Option<&'a str>,
+    /// The hook that denied, failed or halted.
+    pub hook_id: Option<&'a str>,
+    /// `none`, `grant`, `once`, `always`, `denied`, `halted` or `failed`.
+    pub approval: &'static str,
+    /// `sha256:` of the canonical arguments (tools and prompts with arguments).
+    pub args_digest: Option<&'a str>,
+}
+
+impl<'a> AuditRecord<'a> {
+    /// The line of a request refused before a policy decision, `source`
+    /// and `reason` saying by what.
+    pub fn refused(
+        server: &'a str,
+        kind: &'a str,
+        name: Option<&'a str>,
+        source: &'static str,
+        reason: &'static str,
+    ) -> Self {
+        AuditRecord {
+            server,
+            kind,
+            name,
+            decision: "deny",
+            source,
+            reason,
+            rule_id: None,
+            hook_id: None,
+            approval: "none",
+            args_digest: None,
+        }
+    }
+
+    /// The line of a policy decision, an ask as it was settled.
+    pub fn decided(r: &DecisionRecord<'a>) -> Self {
+        let d = r.decision;
+        let (decision, reason) = match (d.decision, r.approval) {
+            (crate::Verdict::Ask, "once" | "always" | "grant") => ("allow", d.reason.as_str()),
+            (crate::Verdict::Ask, "denied") => ("deny", "ask_denied"),
+            (crate::Verdict::Ask, "halted") => ("deny", "ask_halt"),
+            (crate::Verdict::Ask, _) => ("deny", "ask_failed"),
+            (v, _) => (v.as_str(), d.reason.as_str()),
+        };
+        AuditRecord {
+            server: r.server,
+            kind: r.kind,
+            name: r.name,
+            decision,
+            source: d.source.as_str(),
+            reason,
+            rule_id: d.rule_id.as_deref(),
+            hook_id: None,
+            approval: r.approval,
+            args_digest: r.args_digest,
+        }
+    }
+
+    /// With the hook that refused.
+    pub fn with_hook(mut self, hook_id: Option<&'a str>) -> Self {
+        self.hook_id = hook_id;
+        self
+    }
+
+    /// With the arguments' digest.
+    pub fn with_digest(mut self, digest: Option<&'a str>) -> Self {
+        self.args_digest = digest;
+        self
+    }
+}
+
+/// Writes one audit line (see [`PipelineBuilder::audit`]); an error
+/// refuses the request (`audit_failed`).
+pub type AuditSink = Arc<dyn Fn(&AuditRecord<'_>) -> Result<(), String> + Send + Sync>;
+
 /// Where approved fingerprints come from.
 #[derive(Debug, Clone, Default)]
 pub enum Baseline {
@@ -177,9 +277,19 @@ pub struct PipelineBuilder {
     trusted: bool,
     max_result_bytes: usize,
     observer: Option<DecisionObserver>,
+    audit: Option<AuditSink>,
 }
 
 impl PipelineBuilder {
+    /// An audit trail: called with exactly one [`AuditRecord`] per governed
+    /// request, before anything is sent for it, whatever decided it. When
+    /// it fails (the line could not be written), the request is refused
+    /// (`denied`, `audit_failed`) and nothing is sent.
+    pub fn audit(mut self, sink: AuditSink) -> Self {
+        self.audit = Some(sink);
+        self
+    }
+
     /// Called with each governed request's decision (after approval), on
     /// the request's task: keep it quick.
     pub fn observer(mut self, observer: DecisionObserver) -> Self {
@@ -302,6 +412,7 @@ impl PipelineBuilder {
             trusted: self.trusted,
             max_result_bytes: self.max_result_bytes,
             observer: self.observer,
+            audit: self.audit,
             catalog: RwLock::new(None),
             first_listing: RwLock::new(None),
             listing: tokio::sync::Mutex::new(()),
@@ -373,6 +484,7 @@ pub struct Pipeline {
     pub(crate) trusted: bool,
     pub(crate) max_result_bytes: usize,
     pub(crate) observer: Option<DecisionObserver>,
+    pub(crate) audit: Option<AuditSink>,
     pub(crate) catalog: RwLock<Option<Arc<Catalog>>>,
     /// The first listing's fingerprints, by tool name.
     pub(crate) first_listing: RwLock<Option<Arc<HashMap<String, String>>>>,
@@ -421,12 +533,23 @@ impl Pipeline {
             trusted: false,
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
             observer: None,
+            audit: None,
         }
     }
 
     /// The server's id.
     pub fn server(&self) -> &str {
         &self.server
+    }
+
+    /// The `outputSchema` of a tool of the last listing, if it has one.
+    pub(crate) fn output_schema(&self, tool: &str) -> Option<Value> {
+        let catalog = self
+            .catalog
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()?;
+        catalog.tools.get(tool)?.def.get("outputSchema").cloned()
     }
 
     /// The grants this pipeline records and reads.

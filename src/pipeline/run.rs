@@ -1,7 +1,7 @@
 //! The steps of a governed request.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError};
 use std::time::Instant;
 
@@ -48,28 +48,83 @@ impl Approved {
 }
 
 impl Pipeline {
-    /// The decision event, and the observer's record when one is set.
+    /// The decision event, the observer's record and the audit line (the
+    /// request's one: `audited` is set). An audit line that cannot be
+    /// written refuses the request (`audit_failed`): nothing is sent.
     fn emit_decision(
         &self,
+        audited: &AtomicBool,
         kind: &str,
         name: Option<&str>,
         d: &Decision,
         approved: Approved,
         args: Option<&Value>,
-    ) {
+    ) -> Result<(), CallError> {
+        audited.store(true, Ordering::Relaxed);
         // A resource's URI is request data: the event leaves it out.
         let event_name = if kind == "resource" { None } else { name };
         emit_decision(&self.server, kind, event_name, d, approved);
+        if self.observer.is_none() && self.audit.is_none() {
+            return Ok(());
+        }
+        let digest = args.map(args_digest);
+        let record = super::DecisionRecord {
+            server: &self.server,
+            kind,
+            name,
+            decision: d,
+            approval: approved.as_str(),
+            args_digest: digest.as_deref(),
+        };
         if let Some(observer) = &self.observer {
-            let digest = args.map(args_digest);
-            observer(&super::DecisionRecord {
-                server: &self.server,
-                kind,
-                name,
-                decision: d,
-                approval: approved.as_str(),
-                args_digest: digest.as_deref(),
-            });
+            observer(&record);
+        }
+        self.write_audit(&super::AuditRecord::decided(&record))
+    }
+
+    /// Writes one audit line, when an audit sink is set.
+    fn write_audit(&self, record: &super::AuditRecord<'_>) -> Result<(), CallError> {
+        let Some(audit) = &self.audit else {
+            return Ok(());
+        };
+        audit(record).map_err(|why| {
+            tracing::error!(target: "mcppol::pipeline", server = %self.server, why, "the audit line could not be written: the request is refused");
+            CallError::new(ErrorKind::Denied, ErrorReason::AuditFailed)
+        })
+    }
+
+    /// The audit line of a request refused before any policy decision (by
+    /// what `e` says); `e` again, or `audit_failed` when the line could not
+    /// be written.
+    fn audit_refusal(
+        &self,
+        kind: &str,
+        name: Option<&str>,
+        e: CallError,
+        hidden: bool,
+        args: Option<&Value>,
+    ) -> CallError {
+        if self.audit.is_none() {
+            return e;
+        }
+        let (source, reason) = if e.kind == ErrorKind::NotFound {
+            if hidden {
+                ("visibility", "hidden")
+            } else {
+                ("request", "unknown_tool")
+            }
+        } else if e.hook_id.is_some() || e.kind == ErrorKind::Hook {
+            ("hook", e.reason.as_str())
+        } else {
+            ("request", e.reason.as_str())
+        };
+        let digest = args.map(args_digest);
+        let record = super::AuditRecord::refused(&self.server, kind, name, source, reason)
+            .with_hook(e.hook_id.as_deref())
+            .with_digest(digest.as_deref());
+        match self.write_audit(&record) {
+            Ok(()) => e,
+            Err(failed) => failed,
         }
     }
 }
@@ -216,6 +271,8 @@ pub(crate) struct LazyCtx<'a> {
     pipeline: &'a Pipeline,
     opts: &'a CallOptions,
     cell: std::sync::OnceLock<HookCtx>,
+    /// Whether the request's audit line was written (its one line).
+    audited: AtomicBool,
 }
 
 impl<'a> LazyCtx<'a> {
@@ -224,6 +281,7 @@ impl<'a> LazyCtx<'a> {
             pipeline,
             opts,
             cell: std::sync::OnceLock::new(),
+            audited: AtomicBool::new(false),
         }
     }
 
@@ -502,18 +560,25 @@ impl Pipeline {
     ) -> Result<ToolResult, CallError> {
         // One policy snapshot for the whole call.
         let policy = self.policy_snapshot();
-        let catalog = self.cached_catalog().await?;
-        let entry = catalog
-            .tools
-            .get(name)
-            .cloned()
-            .ok_or_else(CallError::not_found)?;
+        // Refused before policy: the one audit line says by what.
+        let refused = |e: CallError, hidden: bool, args: &Value| {
+            self.audit_refusal("tool", Some(name), e, hidden, Some(args))
+        };
+        let catalog = match self.cached_catalog().await {
+            Ok(c) => c,
+            Err(e) => return Err(refused(e, false, &arguments)),
+        };
+        let Some(entry) = catalog.tools.get(name).cloned() else {
+            return Err(refused(CallError::not_found(), false, &arguments));
+        };
         if let Some(p) = &policy {
             if !p.is_visible(&self.server, name) {
-                return Err(CallError::not_found());
+                return Err(refused(CallError::not_found(), true, &arguments));
             }
         }
-        check_arguments(&arguments)?;
+        if let Err(e) = check_arguments(&arguments) {
+            return Err(refused(e, false, &arguments));
+        }
         let state = self.approval_state(name, &entry, opts.principal.as_deref());
         let base = LazyCtx::new(self, opts);
         let mut call = ToolCall {
@@ -526,6 +591,12 @@ impl Pipeline {
         let outcome = self
             .govern_and_send(&mut call, &entry, state, policy.as_deref(), opts, &base)
             .await;
+        let outcome = match outcome {
+            Err(e) if !base.audited.load(Ordering::Relaxed) => {
+                Err(self.audit_refusal("tool", Some(name), e, false, Some(&call.arguments)))
+            }
+            other => other,
+        };
         let result = match outcome {
             Ok(r) => self.after_hooks(&call, r, &base).await,
             Err(e) => self.failure_hooks(&call, e, &base).await?,
@@ -576,6 +647,19 @@ impl Pipeline {
                 Ok(Before::Deny(reason)) => return Err(hook_denied(hook, reason)),
                 Ok(Before::Halt(result)) => {
                     emit(hook, "halt");
+                    // Answered by the hook, nothing sent: its audit line.
+                    base.audited.store(true, Ordering::Relaxed);
+                    let digest = call.digest();
+                    let record = super::AuditRecord::refused(
+                        &self.server,
+                        "tool",
+                        Some(&call.name),
+                        "hook",
+                        "hook_halt",
+                    )
+                    .with_hook(Some(&*hook.id))
+                    .with_digest(Some(&digest));
+                    self.write_audit(&record)?;
                     return Ok(Some(result));
                 }
                 Ok(Before::Allow) => return Err(bad_return(hook)),
@@ -627,12 +711,13 @@ impl Pipeline {
         let Some(policy) = policy else {
             let d = Decision::no_policy();
             self.emit_decision(
+                &base.audited,
                 "tool",
                 Some(&call.name),
                 &d,
                 Approved::NotAsked,
                 Some(&call.arguments),
-            );
+            )?;
             return Err(CallError::denied(d));
         };
         let taint: Vec<&str> = opts.taint.iter().map(String::as_str).collect();
@@ -660,22 +745,25 @@ impl Pipeline {
         let approved_digest = match decision.decision {
             Verdict::Deny => {
                 self.emit_decision(
+                    &base.audited,
                     "tool",
                     Some(&call.name),
                     &decision,
                     Approved::NotAsked,
                     Some(&call.arguments),
-                );
+                )?;
                 return Err(CallError::denied(decision));
             }
             Verdict::Allow => {
+                // Nothing is sent unless its audit line was written.
                 self.emit_decision(
+                    &base.audited,
                     "tool",
                     Some(&call.name),
                     &decision,
                     Approved::NotAsked,
                     Some(&call.arguments),
-                );
+                )?;
                 None
             }
             Verdict::Ask => Some(self.settle_ask(call, entry, decision, opts, base).await?),
@@ -734,23 +822,25 @@ impl Pipeline {
         let tool = Some(call.name.as_str());
         if key.as_ref().is_some_and(|k| self.grants.is_live(k)) {
             self.emit_decision(
+                &base.audited,
                 "tool",
                 tool,
                 &decision,
                 Approved::Grant,
                 Some(&call.arguments),
-            );
+            )?;
             return Ok(digest);
         }
         let Some(approver) = &self.approver else {
             // Unreachable through decide (no approver: never ask); closed anyway.
             self.emit_decision(
+                &base.audited,
                 "tool",
                 tool,
                 &decision,
                 Approved::Failed,
                 Some(&call.arguments),
-            );
+            )?;
             return Err(CallError::new(
                 ErrorKind::Denied,
                 ErrorReason::Policy(crate::Reason::NoApprover),
@@ -778,7 +868,16 @@ impl Pipeline {
             Ok(Ok(Ok(a))) => Ok(a),
         };
         let denied = |reason, approved, detail: Option<String>| {
-            self.emit_decision("tool", tool, &decision, approved, Some(&call.arguments));
+            if let Err(failed) = self.emit_decision(
+                &base.audited,
+                "tool",
+                tool,
+                &decision,
+                approved,
+                Some(&call.arguments),
+            ) {
+                return failed;
+            }
             let mut e = CallError::new(ErrorKind::Denied, reason).with_decision(decision.clone());
             e.detail = detail;
             e
@@ -786,12 +885,13 @@ impl Pipeline {
         match answer {
             Ok(Approval::AllowOnce) => {
                 self.emit_decision(
+                    &base.audited,
                     "tool",
                     tool,
                     &decision,
                     Approved::Once,
                     Some(&call.arguments),
-                );
+                )?;
                 Ok(digest)
             }
             Ok(Approval::AllowAlways) => {
@@ -799,12 +899,13 @@ impl Pipeline {
                     self.grants.record(k, self.grant_ttl);
                 }
                 self.emit_decision(
+                    &base.audited,
                     "tool",
                     tool,
                     &decision,
                     Approved::Always,
                     Some(&call.arguments),
-                );
+                )?;
                 Ok(digest)
             }
             Ok(Approval::Deny(r)) => Err(denied(ErrorReason::AskDenied, Approved::Denied, Some(r))),
@@ -895,13 +996,24 @@ impl Pipeline {
     /// the read.
     pub async fn read_resource(&self, uri: &str, opts: &CallOptions) -> Result<Value, CallError> {
         let started = Instant::now();
-        let out = self.read_inner(uri, opts).await;
+        let audited = AtomicBool::new(false);
+        let out = match self.read_inner(uri, opts, &audited).await {
+            Err(e) if !audited.load(Ordering::Relaxed) => {
+                Err(self.audit_refusal("resource", Some(uri), e, false, None))
+            }
+            other => other,
+        };
         // The URI is request data: telemetry leaves it out.
         emit_call(&self.server, "resource", None, started, &out);
         out
     }
 
-    async fn read_inner(&self, uri: &str, opts: &CallOptions) -> Result<Value, CallError> {
+    async fn read_inner(
+        &self,
+        uri: &str,
+        opts: &CallOptions,
+        audited: &AtomicBool,
+    ) -> Result<Value, CallError> {
         let policy = self.policy_snapshot();
         let base = self.base_ctx(opts);
         for hook in &self.hooks.resource {
@@ -934,7 +1046,14 @@ impl Pipeline {
                 p.decide(&opts.apply(r))
             }
         };
-        self.emit_decision("resource", Some(uri), &decision, Approved::NotAsked, None);
+        self.emit_decision(
+            audited,
+            "resource",
+            Some(uri),
+            &decision,
+            Approved::NotAsked,
+            None,
+        )?;
         if decision.decision != Verdict::Allow {
             return Err(CallError::denied(decision));
         }
@@ -950,7 +1069,14 @@ impl Pipeline {
         opts: &CallOptions,
     ) -> Result<Value, CallError> {
         let started = Instant::now();
-        let out = self.prompt_inner(name, arguments, opts).await;
+        let audited = AtomicBool::new(false);
+        let digest_of = arguments.clone();
+        let out = match self.prompt_inner(name, arguments, opts, &audited).await {
+            Err(e) if !audited.load(Ordering::Relaxed) => {
+                Err(self.audit_refusal("prompt", Some(name), e, false, digest_of.as_ref()))
+            }
+            other => other,
+        };
         emit_call(&self.server, "prompt", Some(name), started, &out);
         out
     }
@@ -960,6 +1086,7 @@ impl Pipeline {
         name: &str,
         mut arguments: Option<Value>,
         opts: &CallOptions,
+        audited: &AtomicBool,
     ) -> Result<Value, CallError> {
         let policy = self.policy_snapshot();
         let base = self.base_ctx(opts);
@@ -999,12 +1126,13 @@ impl Pipeline {
             }
         };
         self.emit_decision(
+            audited,
             "prompt",
             Some(name),
             &decision,
             Approved::NotAsked,
             arguments.as_ref(),
-        );
+        )?;
         if decision.decision != Verdict::Allow {
             return Err(CallError::denied(decision));
         }

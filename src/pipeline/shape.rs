@@ -218,3 +218,261 @@ pub fn shape_instructions(server: &str, text: &str, trusted: bool) -> String {
         format!("Instructions from MCP server \"{server}\" (not verified):\n{body}")
     }
 }
+
+/// A string in `v` at `key` cleaned in place; whether it changed.
+fn clean_in_place(v: &mut Value, key: &str, flags: &mut BTreeSet<ShapeFlag>) {
+    if let Some(Value::String(s)) = v.get_mut(key) {
+        if s.chars().any(|c| invisible_class(c).is_some()) {
+            *s = clean_text(s, flags);
+        }
+    }
+}
+
+/// One block of a relayed result shaped in place: text cleaned, media
+/// outside the allow-list and unknown blocks replaced by a placeholder;
+/// every other key of the block kept as it came.
+fn shape_block_in_place(block: &mut Value, flags: &mut BTreeSet<ShapeFlag>) {
+    let kind = block.get("type").and_then(Value::as_str).map(String::from);
+    match kind.as_deref() {
+        Some("text") => clean_in_place(block, "text", flags),
+        Some("image") if IMAGE_TYPES.contains(&mime(block).as_str()) => {}
+        Some("audio") if AUDIO_TYPES.contains(&mime(block).as_str()) => {}
+        Some(kind @ ("image" | "audio")) => {
+            flags.insert(ShapeFlag::MediaDropped);
+            *block = text_block(format!("[{kind} of type {:?} removed]", mime(block)));
+        }
+        Some("resource_link") => {
+            for key in ["name", "title", "description"] {
+                clean_in_place(block, key, flags);
+            }
+        }
+        Some("resource") => {
+            let Some(res) = block.get_mut("resource") else {
+                flags.insert(ShapeFlag::UnsupportedContent);
+                *block = text_block("[unsupported content removed]".to_string());
+                return;
+            };
+            if res.get("text").is_some_and(Value::is_string) {
+                clean_in_place(res, "text", flags);
+                return;
+            }
+            let m = mime(res);
+            if IMAGE_TYPES.contains(&m.as_str()) || AUDIO_TYPES.contains(&m.as_str()) {
+                return;
+            }
+            let uri = clean_text(
+                res.get("uri").and_then(Value::as_str).unwrap_or_default(),
+                flags,
+            );
+            flags.insert(ShapeFlag::MediaDropped);
+            *block = text_block(format!("[binary resource {uri} of type {m:?} removed]"));
+        }
+        _ => {
+            flags.insert(ShapeFlag::UnsupportedContent);
+            *block = text_block("[unsupported content removed]".to_string());
+        }
+    }
+}
+
+/// What [`shape_relayed`] did to a result.
+#[derive(Debug, Default)]
+pub(crate) struct Relayed {
+    /// Every change made (empty: the result is as it came).
+    pub(crate) flags: BTreeSet<ShapeFlag>,
+    /// Why the result was withheld, when it was.
+    pub(crate) withheld: Option<String>,
+}
+
+/// The fixed result that stands for a withheld one: an error whose text
+/// says why, `_meta` kept as it came.
+fn withhold(result: &mut Value, why: &str) {
+    let meta = result.get("_meta").cloned();
+    let mut out = serde_json::Map::new();
+    out.insert(
+        "content".into(),
+        json!([text_block(format!(
+            "mcppol withheld this result: {why}. The tool did run; do not retry the same call."
+        ))]),
+    );
+    out.insert("isError".into(), Value::Bool(true));
+    if let Some(m) = meta {
+        out.insert("_meta".into(), m);
+    }
+    *result = Value::Object(out);
+}
+
+/// Shapes a `CallToolResult` relayed to a host for its model, changing
+/// only what shaping must: invisible characters are stripped from text
+/// (text blocks, embedded resource text, link names, `structuredContent`
+/// strings), media outside the allow-list and unknown blocks become text
+/// placeholders, and the whole is capped at `cap` bytes (the crossing text
+/// block cut, later blocks dropped, a closing text block saying so). Every
+/// other key, `_meta` above all, stays as it came, and a result with
+/// nothing to shape is left untouched.
+///
+/// A successful result stays valid against the tool's `outputSchema`
+/// (`output_schema` gives it when asked): when stripping changed
+/// `structuredContent` and it no longer validates, or it alone is over the
+/// cap, the result is withheld (an error result that says why).
+pub(crate) fn shape_relayed(
+    result: &mut Value,
+    cap: usize,
+    output_schema: impl FnOnce() -> Option<Value>,
+) -> Relayed {
+    let mut done = Relayed::default();
+    let Some(obj) = result.as_object_mut() else {
+        return done;
+    };
+    let is_error = obj.get("isError") == Some(&Value::Bool(true));
+    if let Some(Value::Array(blocks)) = obj.get_mut("content") {
+        for block in blocks.iter_mut() {
+            shape_block_in_place(block, &mut done.flags);
+        }
+    }
+    let mut structured_changed = false;
+    if let Some(s) = obj.get_mut("structuredContent") {
+        let mut seen = BTreeSet::new();
+        clean_value(s, &mut seen);
+        structured_changed = !seen.is_empty();
+        done.flags.extend(seen);
+    }
+    // A schema is needed only when shaping touched `structuredContent`
+    // of a successful result, or the cap would drop it.
+    let structured_size = obj.get("structuredContent").map(size).unwrap_or(0);
+    let content_size = obj.get("content").map(size).unwrap_or(0);
+    let over = structured_size + content_size > cap;
+    let needs_schema = !is_error
+        && obj.contains_key("structuredContent")
+        && (structured_changed || structured_size > cap);
+    let schema = if needs_schema { output_schema() } else { None };
+    if let Some(schema) = &schema {
+        if structured_size > cap {
+            done.flags.insert(ShapeFlag::Truncated);
+            done.withheld = Some(format!(
+                "its structuredContent takes {structured_size} bytes, over the cap of {cap}, and the tool's outputSchema needs it"
+            ));
+        } else if structured_changed {
+            let checked = match super::schema::compile(Some(schema)) {
+                super::schema::SchemaState::Ready(v) => obj
+                    .get("structuredContent")
+                    .map_or(Ok(()), |s| super::schema::validate(&v, s)),
+                super::schema::SchemaState::Unsafe(why) => {
+                    Err(format!("the schema is unsafe: {why}"))
+                }
+                super::schema::SchemaState::Absent => Ok(()),
+            };
+            if let Err(why) = checked {
+                done.withheld = Some(format!(
+                    "invisible characters were stripped from its structuredContent, which then no longer matches the tool's outputSchema ({why})"
+                ));
+            }
+        }
+    }
+    if let Some(why) = done.withheld.clone() {
+        withhold(result, &why);
+        return done;
+    }
+    if !over {
+        return done;
+    }
+    // The cap: `structuredContent` is kept when it fits (a schema may need
+    // it), else dropped; the content gets what is left.
+    let mut room = cap;
+    if structured_size > cap {
+        obj.remove("structuredContent");
+    } else {
+        room -= structured_size;
+    }
+    done.flags.insert(ShapeFlag::Truncated);
+    let notice = text_block(format!(
+        "[mcppol: the result was cut at {cap} bytes; the rest was dropped]"
+    ));
+    room = room.saturating_sub(size(&notice));
+    let blocks = match obj.get_mut("content") {
+        Some(Value::Array(b)) => std::mem::take(b),
+        _ => Vec::new(),
+    };
+    let mut kept = Vec::new();
+    let mut used = 2usize; // the list's brackets
+    for block in blocks {
+        let n = size(&block) + 1;
+        if used + n <= room {
+            used += n;
+            kept.push(block);
+            continue;
+        }
+        // The crossing block: a text block is cut (its other keys kept),
+        // anything else dropped.
+        if let Some(text) = block.get("text").and_then(Value::as_str).map(String::from) {
+            let mut cut_block = block.clone();
+            let mut piece = cut(
+                &text,
+                room.saturating_sub(used + size(&text_block(String::new()))),
+            )
+            .to_string();
+            loop {
+                cut_block["text"] = Value::String(piece.clone());
+                if piece.is_empty() || used + size(&cut_block) < room {
+                    break;
+                }
+                piece = cut(&piece, piece.len().saturating_sub(piece.len() / 8 + 1)).to_string();
+            }
+            if !piece.is_empty() {
+                kept.push(cut_block);
+            }
+        }
+        break;
+    }
+    kept.push(notice);
+    obj.insert("content".into(), Value::Array(kept));
+    done
+}
+
+#[cfg(test)]
+mod relay_tests {
+    use super::*;
+
+    #[test]
+    fn a_clean_result_is_left_as_it_came() {
+        let raw = json!({"content": [{"type": "text", "text": "hi", "annotations": {"x": 1}}],
+                         "_meta": {"a\u{200b}": 1}, "future": true});
+        let mut shaped = raw.clone();
+        let done = shape_relayed(&mut shaped, 1000, || None);
+        assert!(done.flags.is_empty());
+        assert_eq!(shaped.to_string(), raw.to_string());
+    }
+
+    #[test]
+    fn invisible_characters_media_and_size_are_shaped_and_nothing_else() {
+        let mut r = json!({"content": [
+            {"type": "text", "text": "a\u{202e}b\u{e0041}", "annotations": {"p": 1}},
+            {"type": "image", "mimeType": "image/svg+xml", "data": "x"}],
+            "_meta": {"k": "\u{200b}"}});
+        let done = shape_relayed(&mut r, 10_000, || None);
+        assert_eq!(
+            r["content"][0],
+            json!({"type": "text", "text": "ab", "annotations": {"p": 1}})
+        );
+        assert_eq!(r["content"][1]["type"], "text");
+        assert_eq!(r["_meta"], json!({"k": "\u{200b}"}));
+        assert!(done.flags.contains(&ShapeFlag::MediaDropped));
+        let mut big = json!({"content": [{"type": "text", "text": "x".repeat(5000)}, {"type": "text", "text": "y"}]});
+        shape_relayed(&mut big, 1000, || None);
+        assert!(big.to_string().len() <= 1000, "{}", big.to_string().len());
+        assert_eq!(big["content"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn structured_content_that_stripping_breaks_is_withheld() {
+        let schema =
+            json!({"type": "object", "properties": {"c": {"type": "string", "minLength": 2}}});
+        let mut r = json!({"content": [], "structuredContent": {"c": "a\u{200b}"}});
+        let done = shape_relayed(&mut r, 10_000, || Some(schema.clone()));
+        assert!(done.withheld.is_some());
+        assert_eq!(r["isError"], true);
+        let mut r = json!({"content": [], "structuredContent": {"c": "ab\u{200b}"}});
+        let done = shape_relayed(&mut r, 10_000, || Some(schema.clone()));
+        assert!(done.withheld.is_none());
+        assert_eq!(r["structuredContent"], json!({"c": "ab"}));
+    }
+}

@@ -16,13 +16,12 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
 use super::peer::{Peer, PeerError};
+use crate::escape::{escape, json_text, show_arguments};
 use crate::mcp::BoxFuture;
 use crate::pipeline::{Approval, ApprovalRequest, Approver};
 
 /// The most an approver command may print; its first line is its answer.
 const MAX_ANSWER_BYTES: u64 = 64 * 1024;
-/// The longest rendering of the arguments an elicitation message shows.
-const MAX_SHOWN_ARGS: usize = 2000;
 
 /// How the proxy asks.
 pub(crate) enum ProxyApprover {
@@ -50,7 +49,9 @@ impl Approver for ProxyApprover {
     }
 }
 
-/// The JSON object an approver command reads on stdin.
+/// The JSON object an approver command reads on stdin: the exact call
+/// (what it decides on) and `message`, the dialog's text (what it may show
+/// a person).
 pub(crate) fn request_json(r: &ApprovalRequest) -> Value {
     json!({
         "server": r.server,
@@ -59,6 +60,7 @@ pub(crate) fn request_json(r: &ApprovalRequest) -> Value {
         "args_digest": r.digest,
         "rule_id": r.decision.rule_id.as_deref(),
         "reason": r.decision.reason.as_str(),
+        "message": message(r),
     })
 }
 
@@ -83,7 +85,9 @@ async fn run_command(command: String, request: ApprovalRequest) -> Result<Approv
         .kill_on_drop(true)
         .spawn()
         .map_err(|e| format!("cannot start the approver: {e}"))?;
-    let mut input = serde_json::to_vec(&request_json(&request)).unwrap_or_default();
+    // One line, every hidden character written as a `\u` escape: the same
+    // value for a JSON reader, nothing drawn out of order where it is shown.
+    let mut input = json_text(&request_json(&request)).into_bytes();
     input.push(b'\n');
     if let Some(mut stdin) = child.stdin.take() {
         // An approver that does not read its input is its own business.
@@ -108,24 +112,18 @@ async fn run_command(command: String, request: ApprovalRequest) -> Result<Approv
     parse_answer(text.lines().next().unwrap_or(""), "The approver")
 }
 
-/// The message a person reads in the host's elicitation dialog.
-fn message(r: &ApprovalRequest) -> String {
-    let mut args = serde_json::to_string(&r.arguments).unwrap_or_default();
-    if args.len() > MAX_SHOWN_ARGS {
-        let mut cut = MAX_SHOWN_ARGS;
-        while !args.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        args.truncate(cut);
-        args.push_str(" ...");
-    }
+/// The message a person reads in the host's elicitation dialog (and an
+/// approver command gets as `message`): every name escaped, every value of
+/// the arguments listed and cut on its own, with the cuts said
+/// (`crate::escape::show_arguments`).
+pub(crate) fn message(r: &ApprovalRequest) -> String {
     format!(
-        "mcppol asks before server `{}` runs tool `{}` (rule {}, reason {}). Arguments: {}",
-        r.server,
-        r.tool,
-        r.decision.rule_id.as_deref().unwrap_or("none"),
+        "mcppol asks before server `{}` runs tool `{}` (rule {}, reason {}).\n{}",
+        escape(&r.server),
+        escape(&r.tool),
+        escape(r.decision.rule_id.as_deref().unwrap_or("none")),
         r.decision.reason.as_str(),
-        args
+        show_arguments(&r.arguments)
     )
 }
 

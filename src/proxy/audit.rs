@@ -1,24 +1,42 @@
 //! `--audit FILE`: one JSON line per governed request, appended and flushed
 //! line by line, with the keys `time`, `server`, `kind`, `name`,
-//! `decision`, `source`, `reason`, `rule_id`, `args_digest` and
-//! `approval`. Never the arguments, never a result.
+//! `decision`, `source`, `reason`, `rule_id`, `args_digest`, `approval`
+//! and `hook_id`. Never the arguments, never a result.
 //!
-//! `decision` and `reason` say what happened: an ask a person allowed is
-//! `allow` (with `approval` `once`, `always` or `grant`), one refused is
-//! `deny` with `ask_denied`, `ask_halt` or `ask_failed`.
+//! The pipeline gives every governed request exactly one record
+//! (`AuditRecord`), whatever refused it, before anything is sent for it;
+//! a line that cannot be written refuses the request (`audit_failed`).
+//! [`Audit::write_record`] is the writer any enforcement point reuses.
 
 use std::fs::{File, OpenOptions};
 use std::path::Path;
 use std::sync::Mutex;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use crate::pipeline::DecisionRecord;
-use crate::Verdict;
+use crate::pipeline::AuditRecord;
 
 /// An open audit file.
 pub(crate) struct Audit {
     file: Mutex<File>,
+}
+
+/// The JSON line of one record, stamped with the time now: the keys every
+/// enforcement point writes (crate::audit).
+pub(crate) fn line(r: &AuditRecord<'_>) -> Value {
+    crate::audit::AuditLine {
+        server: r.server,
+        kind: r.kind,
+        name: r.name,
+        decision: r.decision,
+        source: r.source,
+        reason: r.reason,
+        rule_id: r.rule_id,
+        args_digest: r.args_digest,
+        approval: r.approval,
+        hook_id: r.hook_id,
+    }
+    .to_json()
 }
 
 impl Audit {
@@ -30,69 +48,30 @@ impl Audit {
         })
     }
 
-    /// The line of one pipeline decision.
-    pub(crate) fn record(&self, r: &DecisionRecord<'_>) {
-        let d = r.decision;
-        let (decision, reason) = match (d.decision, r.approval) {
-            (Verdict::Ask, "once" | "always" | "grant") => ("allow", d.reason.as_str()),
-            (Verdict::Ask, "denied") => ("deny", "ask_denied"),
-            (Verdict::Ask, "halted") => ("deny", "ask_halt"),
-            (Verdict::Ask, _) => ("deny", "ask_failed"),
-            (v, _) => (v.as_str(), d.reason.as_str()),
-        };
-        self.write(json!({
-            "time": now(),
-            "server": r.server,
-            "kind": r.kind,
-            "name": r.name,
-            "decision": decision,
-            "source": d.source.as_str(),
-            "reason": reason,
-            "rule_id": d.rule_id.as_deref(),
-            "args_digest": r.args_digest,
-            "approval": r.approval,
-        }));
+    /// Appends and flushes the line of one record; an error when it could
+    /// not be written whole (the request it records is then refused).
+    pub(crate) fn write_record(&self, r: &AuditRecord<'_>) -> Result<(), String> {
+        self.write(&line(r))
     }
 
-    /// The line of a call to a tool the host may not see (`hidden`) or the
-    /// server never listed (`unknown_tool`): refused before policy.
-    pub(crate) fn not_found(&self, server: &str, name: &str, hidden: bool, digest: &str) {
-        let (source, reason) = if hidden {
-            ("visibility", "hidden")
-        } else {
-            ("request", "unknown_tool")
-        };
-        self.write(json!({
-            "time": now(),
-            "server": server,
-            "kind": "tool",
-            "name": name,
-            "decision": "deny",
-            "source": source,
-            "reason": reason,
-            "rule_id": null,
-            "args_digest": digest,
-            "approval": "none",
-        }));
-    }
-
-    fn write(&self, line: Value) {
+    fn write(&self, line: &Value) -> Result<(), String> {
         let mut file = self
             .file
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         // The writer `claude-hook --audit` uses too (crate::audit).
-        if let Err(e) = crate::audit::write_line(&mut *file, &line) {
+        crate::audit::write_line(&mut *file, line).map_err(|e| {
             tracing::error!(target: "mcppol::proxy", error = %e, "writing the audit file failed");
-        }
+            format!("writing the audit file failed: {e}")
+        })
     }
 }
 
-use crate::audit::now;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pipeline::DecisionRecord;
     use crate::{PolicySet, Request};
 
     #[test]
@@ -102,15 +81,22 @@ mod tests {
         let audit = Audit::open(&path).unwrap();
         let set = PolicySet::from_text("p.mcppol", "policy p {\n  ask a: \"fs/w\"\n}").unwrap();
         let d = set.get("p").unwrap().decide(&Request::tool("fs", "w"));
-        audit.record(&DecisionRecord {
-            server: "fs",
-            kind: "tool",
-            name: Some("w"),
-            decision: &d,
-            approval: "denied",
-            args_digest: Some("sha256:00"),
-        });
-        audit.not_found("fs", "secret", true, "sha256:11");
+        audit
+            .write_record(&AuditRecord::decided(&DecisionRecord {
+                server: "fs",
+                kind: "tool",
+                name: Some("w"),
+                decision: &d,
+                approval: "denied",
+                args_digest: Some("sha256:00"),
+            }))
+            .unwrap();
+        audit
+            .write_record(
+                &AuditRecord::refused("fs", "tool", Some("secret"), "visibility", "hidden")
+                    .with_digest(Some("sha256:11")),
+            )
+            .unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         let lines: Vec<Value> = text
             .lines()
@@ -140,9 +126,18 @@ mod tests {
                     "reason",
                     "rule_id",
                     "args_digest",
-                    "approval"
+                    "approval",
+                    "hook_id"
                 ]
             );
         }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_line_that_cannot_be_written_is_an_error() {
+        let audit = Audit::open(Path::new("/dev/full")).unwrap();
+        let r = AuditRecord::refused("fs", "tool", Some("x"), "request", "unknown_tool");
+        assert!(audit.write_record(&r).is_err());
     }
 }

@@ -11,12 +11,13 @@ use tokio::io::{AsyncRead, BufReader};
 
 use super::answer::{self, call_answer, read_answer};
 use super::peer::PeerError;
-use super::upstream::{request_within, SLOT};
+use super::upstream::{request_within, RAW_RESULT, SLOT};
 use super::{build_pipeline, Inflight, Shared};
 use crate::mcp::framing::{FrameError, LineReader};
 use crate::mcp::jsonrpc::{codes, Id, Message, Notification, Request, Response};
 use crate::mcp::{McpError, RpcError};
-use crate::pipeline::{args_digest, CallError, CallOptions, ErrorKind, Pipeline};
+use crate::pipeline::shape::shape_relayed;
+use crate::pipeline::{AuditRecord, CallError, CallOptions, Pipeline, ToolResult};
 
 /// Reads the host until it closes its input.
 pub(crate) async fn read<R: AsyncRead + Unpin>(shared: Arc<Shared>, input: R) {
@@ -84,6 +85,7 @@ async fn on_line(shared: &Arc<Shared>, line: &[u8]) {
         // ungoverned, if the server acted on it: it is dropped.
         Message::Notification(n) if !n.method.starts_with("notifications/") => {
             tracing::warn!(target: "mcppol::proxy", method = %n.method, "the host sent a request without an id: dropped, it is not governed");
+            refused_unserved(shared, &n.method, n.params.as_ref(), "not_a_request");
         }
         // Written again from what was read, never the line as it came: a
         // line with a key twice (`"method"` of `tools/call` and of a
@@ -152,6 +154,12 @@ async fn start(shared: &Arc<Shared>, request: Request) {
         }
     };
     if let Some(e) = refusal {
+        let reason = if e.code == codes::INVALID_REQUEST {
+            "duplicate_id"
+        } else {
+            "too_many_pending"
+        };
+        refused_unserved(shared, &request.method, request.params.as_ref(), reason);
         shared.host.respond(request.id, Err(e)).await;
         return;
     }
@@ -257,39 +265,68 @@ async fn serve(shared: &Arc<Shared>, request: Request) -> Result<Value, RpcError
             Ok(json!({ "tools": tools }))
         }
         "tools/call" => {
-            let p = pipeline(shared)?;
-            let name = str_param(params, "name", "tools/call")?;
+            let name = params.get("name").and_then(Value::as_str);
+            let refused = |reason| refused_request(shared, "tool", name, reason);
+            let p = pipeline(shared).inspect_err(|_| refused("not_initialized"))?;
+            let name = str_param(params, "name", "tools/call")
+                .inspect_err(|_| refused("invalid_params"))?;
             let args = params.get("arguments").cloned().unwrap_or(json!({}));
             if !args.is_object() {
+                refused("invalid_arguments");
                 return Err(RpcError::new(
                     codes::INVALID_PARAMS,
                     "tools/call: `arguments` is not an object",
                 ));
             }
-            let digest = shared.audit.as_ref().map(|_| args_digest(&args));
-            let out = p.call_tool(name, args, &options(params)).await;
-            if let (Err(e), Some(audit), Some(digest)) = (&out, &shared.audit, &digest) {
-                if e.kind == ErrorKind::NotFound {
-                    let hidden = shared
-                        .store
-                        .get(&shared.policy_name)
-                        .is_some_and(|pol| !pol.is_visible(&shared.server_id, name));
-                    audit.not_found(&shared.server_id, name, hidden, digest);
+            // The pipeline writes the call's one audit line, whatever
+            // refuses it, before anything is sent.
+            let raw = Arc::new(Mutex::new(None));
+            let out = RAW_RESULT
+                .scope(raw.clone(), p.call_tool(name, args, &options(params)))
+                .await;
+            let raw = Shared::lock(&raw).take();
+            let mut answer = match out {
+                // The server's result with every key it sent, unless a hook
+                // replaced it.
+                Ok(result) => match raw {
+                    Some(raw) if same_result(&result, &raw) => raw,
+                    _ => result.to_value(),
+                },
+                Err(e) => call_answer(name, Err(e))?,
+            };
+            if let Some(cap) = shared.shape {
+                let done = shape_relayed(&mut answer, cap, || p.output_schema(name));
+                if !done.flags.is_empty() || done.withheld.is_some() {
+                    let flags: Vec<&str> = done.flags.iter().map(|f| f.as_str()).collect();
+                    tracing::info!(
+                        target: "mcppol::shape",
+                        server = %shared.server_id,
+                        tool = name,
+                        flags = %flags.join(","),
+                        withheld = done.withheld.is_some(),
+                        "a result was shaped for the model"
+                    );
                 }
             }
-            call_answer(name, out)
+            Ok(answer)
         }
         "resources/read" => {
-            let p = pipeline(shared)?;
-            let uri = str_param(params, "uri", "resources/read")?;
+            let uri = params.get("uri").and_then(Value::as_str);
+            let refused = |reason| refused_request(shared, "resource", uri, reason);
+            let p = pipeline(shared).inspect_err(|_| refused("not_initialized"))?;
+            let uri = str_param(params, "uri", "resources/read")
+                .inspect_err(|_| refused("invalid_params"))?;
             read_answer(
                 "resource read",
                 p.read_resource(uri, &options(params)).await,
             )
         }
         "prompts/get" => {
-            let p = pipeline(shared)?;
-            let name = str_param(params, "name", "prompts/get")?;
+            let name = params.get("name").and_then(Value::as_str);
+            let refused = |reason| refused_request(shared, "prompt", name, reason);
+            let p = pipeline(shared).inspect_err(|_| refused("not_initialized"))?;
+            let name = str_param(params, "name", "prompts/get")
+                .inspect_err(|_| refused("invalid_params"))?;
             let args = params.get("arguments").cloned();
             read_answer(
                 "prompt get",
@@ -298,6 +335,47 @@ async fn serve(shared: &Arc<Shared>, request: Request) -> Result<Value, RpcError
         }
         method => relay(shared, method, request.params.clone()).await,
     }
+}
+
+/// Whether the pipeline's result is the server's, unchanged (no hook
+/// replaced it): then the server's own object is relayed, every key kept.
+fn same_result(result: &ToolResult, raw: &Value) -> bool {
+    let Some(o) = raw.as_object() else {
+        return false;
+    };
+    let content = match o.get("content") {
+        None | Some(Value::Null) => result.content.is_empty(),
+        Some(Value::Array(c)) => *c == result.content,
+        Some(_) => false,
+    };
+    content
+        && o.get("structuredContent") == result.structured_content.as_ref()
+        && o.get("isError").and_then(Value::as_bool).unwrap_or(false) == result.is_error
+        && o.get("_meta") == result.meta.as_ref()
+        && result.provenance.is_none()
+}
+
+/// The audit line of a governed request refused before the pipeline saw
+/// it (no session yet, a parameter missing or of the wrong type). The
+/// request is refused whether or not the line is written.
+fn refused_request(shared: &Shared, kind: &str, name: Option<&str>, reason: &'static str) {
+    if let Some(audit) = &shared.audit {
+        let record = AuditRecord::refused(&shared.server_id, kind, name, "request", reason);
+        let _ = audit.write_record(&record);
+    }
+}
+
+/// The audit line of a governed request that is refused before it is
+/// served (its id in use, too many in flight, sent without an id).
+fn refused_unserved(shared: &Shared, method: &str, params: Option<&Value>, reason: &'static str) {
+    let (kind, key) = match method {
+        "tools/call" => ("tool", "name"),
+        "resources/read" => ("resource", "uri"),
+        "prompts/get" => ("prompt", "name"),
+        _ => return,
+    };
+    let name = params.and_then(|p| p.get(key)).and_then(Value::as_str);
+    refused_request(shared, kind, name, reason);
 }
 
 /// Relays a host request to the server under a new id and gives back the

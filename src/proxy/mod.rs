@@ -68,6 +68,9 @@ pub(crate) struct Session {
     pub(crate) max_pending: usize,
     /// How long the server has to answer a governed request.
     pub(crate) call_timeout: Duration,
+    /// Tool results shaped for the model, capped at this many bytes;
+    /// `None` (`--no-shape`) relays them as they came.
+    pub(crate) shape: Option<usize>,
 }
 
 /// Which side ended a session first.
@@ -110,6 +113,8 @@ pub(crate) struct Shared {
     pub(crate) audit: Option<Arc<Audit>>,
     pub(crate) max_pending: usize,
     pub(crate) max_line_bytes: usize,
+    /// Tool results shaped for the model, capped at this many bytes.
+    pub(crate) shape: Option<usize>,
     /// Taken when the pipeline is built (after the handshake).
     pub(crate) setup: Mutex<Option<Setup>>,
     /// The listing again after the server's `list_changed` (server.rs).
@@ -223,6 +228,7 @@ where
         audit: session.audit,
         max_pending: session.max_pending,
         max_line_bytes: session.max_line_bytes,
+        shape: session.shape,
         setup: Mutex::new(Some(Setup {
             baseline: session.baseline,
             approver: session.approver,
@@ -290,7 +296,7 @@ pub(crate) fn build_pipeline(shared: &Shared) -> Option<Arc<Pipeline>> {
     }
     if let Some(audit) = &shared.audit {
         let audit = audit.clone();
-        builder = builder.observer(Arc::new(move |r| audit.record(r)));
+        builder = builder.audit(Arc::new(move |r| audit.write_record(r)));
     }
     match builder.build() {
         Ok(p) => {

@@ -42,6 +42,7 @@ fn start() -> Wire {
         max_line_bytes: 1 << 16,
         max_pending: 16,
         call_timeout: Duration::from_secs(30),
+        shape: Some(crate::pipeline::DEFAULT_MAX_RESULT_BYTES),
     };
     let (host, host_in) = tokio::io::duplex(1 << 16);
     let (host_out, to_host) = tokio::io::duplex(1 << 16);

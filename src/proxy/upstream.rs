@@ -19,6 +19,10 @@ pub(crate) type UpstreamSlot = Arc<Mutex<Option<i64>>>;
 tokio::task_local! {
     /// The slot of the host request this task serves.
     pub(crate) static SLOT: UpstreamSlot;
+    /// Where a `tools/call` served on this task keeps the server's result
+    /// as it came, so the host gets it with every key the server sent
+    /// (the pipeline's `ToolResult` keeps only the keys it knows).
+    pub(crate) static RAW_RESULT: Arc<Mutex<Option<Value>>>;
 }
 
 /// Records `id` in the current host request's slot, if any.
@@ -128,7 +132,18 @@ impl Transport for Upstream {
     ) -> BoxFuture<'a, Result<Value, McpError>> {
         Box::pin(async move {
             match request_within(&self.peer, method, params, self.timeout).await {
-                Some(outcome) => outcome.map_err(to_mcp),
+                Some(outcome) => {
+                    let result = outcome.map_err(to_mcp)?;
+                    if method == "tools/call" {
+                        let _ = RAW_RESULT.try_with(|slot| {
+                            *slot
+                                .lock()
+                                .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                                Some(result.clone());
+                        });
+                    }
+                    Ok(result)
+                }
                 None => Err(McpError::Timeout(self.timeout)),
             }
         })

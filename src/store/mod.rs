@@ -296,6 +296,32 @@ impl Store {
 #[doc = include_str!("../../docs/runtime.md")]
 pub struct RuntimeGuide;
 
+/// Every diagnostic [`Store::open`] would give for these paths (none when
+/// they load), with the paths as given, not made absolute. It is the
+/// store's own loader: `mcppol check` runs it, so a folder `check` passes
+/// is one the store, and so `mcppol proxy`, loads (a policy defined in two
+/// files, or reached twice through a link, is `duplicate_policy` for both).
+pub(crate) fn load_diagnostics<P: AsRef<Path>>(
+    paths: &[P],
+    options: &LoadOptions,
+) -> Vec<crate::Diagnostic> {
+    let roots = paths
+        .iter()
+        .map(|p| {
+            let p = p.as_ref().to_path_buf();
+            if p.is_dir() {
+                Root::Dir(p)
+            } else {
+                Root::File(p)
+            }
+        })
+        .collect();
+    match Shared::new(roots, options.clone()).open() {
+        Ok(()) => Vec::new(),
+        Err(e) => e.diagnostics,
+    }
+}
+
 fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }

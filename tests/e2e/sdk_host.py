@@ -103,6 +103,12 @@ async def run(scenario, cfg):
                         f.write("policy fs { deny oops: }\n")
                     await asyncio.sleep(1.5)
                     report["broken"] = await call(session, "read_text_file", {"path": inside_file})
+                elif scenario == "shaped":
+                    # A file with hidden characters: what the model gets, and the
+                    # SDK's own check of structuredContent against outputSchema.
+                    r = await session.call_tool("read_text_file", {"path": os.path.join(sandbox, "poison.txt")})
+                    report["read"] = result_view(r)
+                    report["structured"] = r.structured_content
                 elif scenario == "lock":
                     report["read"] = await call(session, "read_text_file", {"path": inside_file})
                 else:

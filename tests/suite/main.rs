@@ -63,11 +63,15 @@ mod proxy_e2e;
 mod proxy_faults;
 #[cfg(all(feature = "cli", feature = "pipeline"))]
 mod proxy_load;
+#[cfg(all(feature = "cli", feature = "pipeline"))]
+mod proxy_shown;
 mod robustness;
 #[cfg(feature = "cli")]
 mod roots;
 mod semantics;
 mod semantics_hardening;
+#[cfg(feature = "cli")]
+mod shown_cli;
 #[cfg(feature = "store")]
 mod store;
 #[cfg(feature = "store")]

@@ -1436,3 +1436,119 @@ async fn telemetry_reports_decisions_hooks_and_calls_but_never_arguments_or_resu
     assert!(logs.contains("latency_us="), "{logs}");
     assert!(logs.contains("error_kind=\"not_found\""), "{logs}");
 }
+
+/// The audit sink's records as (kind, decision, source, reason, hook_id).
+type Lines = Arc<Mutex<Vec<(String, String, String, String, Option<String>)>>>;
+
+fn recording(lines: &Lines) -> AuditSink {
+    let lines = lines.clone();
+    Arc::new(move |r: &AuditRecord<'_>| {
+        lines.lock().unwrap().push((
+            r.kind.to_string(),
+            r.decision.to_string(),
+            r.source.to_string(),
+            r.reason.to_string(),
+            r.hook_id.map(String::from),
+        ));
+        Ok(())
+    })
+}
+
+#[tokio::test]
+async fn the_audit_sink_gets_one_record_per_request_whatever_refused_it() {
+    let fake = fs().resource("file:///srv/sandbox/a", json!({"contents": []}));
+    let lines: Lines = Arc::default();
+    let p = Pipeline::builder(
+        "fs",
+        Arc::new(MemoryTransport::new(fake.clone())),
+        policy(
+            "policy p {\n  scope tools, resources\n  tools { exclude \"fs/delete_file\" }\n  allow \"fs/*\"\n  allow resource \"fs/*\"\n}",
+        ),
+    )
+    .hook(Hook::before("no-write", Matcher::pattern("fs/write_file"), |c: ToolCall, _| async move {
+        Ok(match c.arguments["how"].as_str() {
+            Some("deny") => Before::Deny("no".into()),
+            Some("halt") => Before::Halt(ToolResult::text("answered by the hook")),
+            Some("fail") => return Err(HookError::from("boom")),
+            _ => Before::Continue,
+        })
+    }))
+    .hook(Hook::resource("no-env", Matcher::pattern("fs/*.env"), |_, _| async {
+        Ok(Gate::Deny("no".into()))
+    }))
+    .audit(recording(&lines))
+    .build()
+    .unwrap();
+    let o = CallOptions::default();
+    p.call_tool("read_file", json!({"path": "/srv/sandbox/a"}), &o)
+        .await
+        .unwrap();
+    for how in ["deny", "halt", "fail"] {
+        let _ = p
+            .call_tool("write_file", json!({"path": "/srv/a", "how": how}), &o)
+            .await;
+    }
+    let _ = p.call_tool("delete_file", json!({}), &o).await;
+    let _ = p.call_tool("nope", json!({}), &o).await;
+    let big = "x".repeat(MAX_ARGUMENT_BYTES + 1);
+    let _ = p.call_tool("read_file", json!({"path": big}), &o).await;
+    p.read_resource("file:///srv/sandbox/a", &o).await.unwrap();
+    let _ = p.read_resource("file:///srv/sandbox/.env", &o).await;
+    let got = lines.lock().unwrap().clone();
+    let s = |k: &str, d: &str, src: &str, r: &str, h: Option<&str>| {
+        (
+            k.to_string(),
+            d.to_string(),
+            src.to_string(),
+            r.to_string(),
+            h.map(String::from),
+        )
+    };
+    assert_eq!(
+        got,
+        [
+            s("tool", "allow", "allow", "allow_rule", None),
+            s("tool", "deny", "hook", "hook_denied", Some("no-write")),
+            s("tool", "deny", "hook", "hook_halt", Some("no-write")),
+            s("tool", "deny", "hook", "hook_failed", Some("no-write")),
+            s("tool", "deny", "visibility", "hidden", None),
+            s("tool", "deny", "request", "unknown_tool", None),
+            s("tool", "deny", "request", "invalid_arguments", None),
+            s("resource", "allow", "allow", "allow_rule", None),
+            s("resource", "deny", "hook", "hook_denied", Some("no-env")),
+        ]
+    );
+    // Only the allowed call reached the server.
+    assert_eq!(fake.calls().len(), 1);
+}
+
+#[tokio::test]
+async fn an_audit_sink_that_fails_refuses_the_request_and_nothing_is_sent() {
+    let fake = fs().resource("file:///srv/sandbox/a", json!({"contents": []}));
+    let p = Pipeline::builder(
+        "fs",
+        Arc::new(MemoryTransport::new(fake.clone())),
+        policy(
+            "policy p {\n  scope tools, resources\n  allow \"fs/*\"\n  allow resource \"fs/*\"\n}",
+        ),
+    )
+    .audit(Arc::new(|_: &AuditRecord<'_>| Err("disk full".to_string())))
+    .build()
+    .unwrap();
+    let o = CallOptions::default();
+    let e = p
+        .call_tool("read_file", json!({"path": "/srv/sandbox/a"}), &o)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (e.kind, e.reason),
+        (ErrorKind::Denied, ErrorReason::AuditFailed)
+    );
+    let e = p
+        .read_resource("file:///srv/sandbox/a", &o)
+        .await
+        .unwrap_err();
+    assert_eq!(e.reason, ErrorReason::AuditFailed);
+    assert!(fake.calls().is_empty());
+    assert!(!fake.requests().iter().any(|(m, _)| m == "resources/read"));
+}

@@ -337,3 +337,42 @@ fn a_lock_file_with_another_fingerprint_makes_the_tool_definition_changed() {
         "{r}"
     );
 }
+
+/// Issue 22, item 11: a file holding tag characters, U+202E and U+200B,
+/// read by the official Python SDK through the proxy in front of the real
+/// server: the model's text and `structuredContent` lose them, and the
+/// result still passes the SDK's own check against the tool's
+/// `outputSchema` (`{content: string}`).
+#[test]
+fn a_result_with_hidden_characters_reaches_the_sdk_shaped_and_valid() {
+    let w = World::new();
+    let hidden: String = "IGNORE"
+        .chars()
+        .map(|c| char::from_u32(0xE0000 + c as u32).unwrap())
+        .collect();
+    std::fs::write(
+        Path::new(&w.path("sandbox")).join("poison.txt"),
+        format!("safe{hidden} \u{202e}txt.exe\u{200b} end\n"),
+    )
+    .unwrap();
+    let Some(r) = w.run("shaped", POLICY_READS_ANY, json!({})) else {
+        return;
+    };
+    assert_eq!(
+        r["read"],
+        json!({"is_error": false, "text": "safe txt.exe end\n"}),
+        "{r}"
+    );
+    assert_eq!(
+        r["structured"],
+        json!({"content": "safe txt.exe end\n"}),
+        "{r}"
+    );
+}
+
+const POLICY_READS_ANY: &str = r#"
+policy fs {
+  default deny
+  allow "fs/read_text_file" when args.path inside "SANDBOX"
+}
+"#;

@@ -414,8 +414,21 @@ fn requests_over_max_pending_are_refused_at_once() {
     assert_internal_error(&out, "timeout");
     assert_eq!(f.proxy.close().code(), Some(0));
     f.assert_reaped();
-    // Refused at the door, the six were never decided.
-    assert_eq!(summary(&f.audit()), allowed(5));
+    // Refused at the door, the six were never decided nor sent, and each
+    // has its audit line (issue 22, item 12: one line per request).
+    let mut got = summary(&f.audit());
+    got.sort();
+    let mut want = allowed(5);
+    want.extend(vec![
+        (
+            "read_file".to_string(),
+            "deny".to_string(),
+            "too_many_pending".to_string()
+        );
+        6
+    ]);
+    want.sort();
+    assert_eq!(got, want);
 }
 
 /// Waits until the audit file holds `n` lines (a call decided and sent).

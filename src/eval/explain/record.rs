@@ -614,12 +614,13 @@ fn selector(root: &str, steps: &[SelStep]) -> String {
     s
 }
 
-/// A value's JSON, cut short.
+/// A value's JSON, cut short, and the cut said (a value that ends in
+/// `...` of its own cannot pass for a cut one, nor a cut one for whole).
 fn short(v: &Value) -> String {
     let s = v.to_string();
     if s.chars().count() > 60 {
         let cut: String = s.chars().take(57).collect();
-        format!("{cut}...")
+        format!("{cut}… (cut: {} bytes in all)", s.len())
     } else {
         s
     }

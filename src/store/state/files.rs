@@ -52,6 +52,25 @@ pub(super) fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> 
     Ok(())
 }
 
+/// The help of a `duplicate_policy`: a link that reaches a file the store
+/// already reads is named as such.
+fn same_file_help(path: &Path, other: &Path) -> String {
+    let same = match (std::fs::canonicalize(path), std::fs::canonicalize(other)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    if same {
+        format!(
+            "`{}` and `{}` are the same file (a link): the store reads it twice; remove the \
+             link or keep it out of the policy folder",
+            path.display(),
+            other.display()
+        )
+    } else {
+        "a policy name may be defined in one file only: rename one".to_string()
+    }
+}
+
 pub(super) fn is_clash(e: &LoadError) -> bool {
     e.diagnostics
         .iter()
@@ -219,7 +238,7 @@ impl State {
                             ),
                         )
                         .with_label("defined again here")
-                        .with_help("a policy name may be defined in one file only: rename one"),
+                        .with_help(same_file_help(path, other)),
                     )
                 }
                 _ => None,
