@@ -224,6 +224,85 @@ impl Protected {
     }
 }
 
+/// How many string values of a call's arguments [`Protected::named_in`]
+/// looks at, and how long one may be to be read as a path: past either, the
+/// call is taken to name a protected file (fails closed).
+const MAX_NAMED_STRINGS: usize = 1024;
+const MAX_PATH_BYTES: usize = 4096;
+
+impl Protected {
+    /// Whether any string in `args` (a tool call's arguments, at any depth)
+    /// names a protected file: an absolute path, a `file:` URI, or a
+    /// relative path from this process's folder (where a stdio server it
+    /// started resolves one). Text that cannot be a path (control
+    /// characters, longer than a path can be) is not read as one.
+    pub fn named_in(&self, args: &serde_json::Value) -> bool {
+        if self.paths.is_empty() && self.policy_dirs.is_empty() {
+            return false;
+        }
+        let mut stack = vec![args];
+        let mut seen = 0usize;
+        while let Some(v) = stack.pop() {
+            match v {
+                serde_json::Value::String(s) => {
+                    seen += 1;
+                    if seen > MAX_NAMED_STRINGS {
+                        return true;
+                    }
+                    if let Some(path) = path_in(s) {
+                        if absolute(&path).is_some_and(|abs| self.covers(&abs)) {
+                            return true;
+                        }
+                    }
+                }
+                serde_json::Value::Array(items) => stack.extend(items),
+                serde_json::Value::Object(map) => stack.extend(map.values()),
+                _ => {}
+            }
+        }
+        false
+    }
+}
+
+/// The path a string argument names, if it can name one.
+fn path_in(s: &str) -> Option<PathBuf> {
+    let s = s.trim();
+    if s.is_empty() || s.len() > MAX_PATH_BYTES || s.chars().any(char::is_control) {
+        return None;
+    }
+    if let Some(rest) = s.strip_prefix("file:") {
+        let rest = rest.strip_prefix("//localhost").unwrap_or(rest);
+        let rest = rest.trim_start_matches('/');
+        let decoded = percent_decoded(rest)?;
+        return Some(PathBuf::from(format!("/{decoded}")));
+    }
+    Some(PathBuf::from(s))
+}
+
+/// `%XX` decoded, for a `file:` URI's path; `None` when that is not UTF-8.
+fn percent_decoded(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
 /// Whether `path` is a `.mcppoltest` or mcppol lock file by its name.
 fn beside_policy(path: &Path) -> bool {
     path.file_name()
@@ -311,5 +390,34 @@ mod tests {
         std::os::unix::fs::symlink(root.join("nowhere/x"), &dangling).unwrap();
         assert!(p.covers(&dangling));
         assert!(!p.covers(&root.join("other.txt")));
+    }
+
+    #[test]
+    fn a_call_naming_a_protected_file_anywhere_in_its_arguments() {
+        let dir = tempfile::tempdir().unwrap();
+        let policy = dir.path().join("p.mcppol");
+        std::fs::write(&policy, "policy p {}").unwrap();
+        let mut p = Protected::new();
+        p.policy_file(&policy);
+        let path = policy.to_str().unwrap();
+        let uri = format!("file://{path}");
+        let tests = dir.path().join("p.mcppoltest");
+        for args in [
+            serde_json::json!({"path": path}),
+            serde_json::json!({"edits": [{"file": {"path": format!(" {path}")}}]}),
+            serde_json::json!({"uri": uri}),
+            serde_json::json!({"to": tests.to_str().unwrap()}),
+        ] {
+            assert!(p.named_in(&args), "{args}");
+        }
+        for args in [
+            serde_json::json!({"path": dir.path().join("other.txt").to_str().unwrap()}),
+            serde_json::json!({"content": format!("{path}\nwritten into a file")}),
+            serde_json::json!({"n": 1, "content": "x".repeat(10_000)}),
+        ] {
+            assert!(!p.named_in(&args), "{args}");
+        }
+        // Nothing protected: nothing named.
+        assert!(!Protected::new().named_in(&serde_json::json!({"path": path})));
     }
 }

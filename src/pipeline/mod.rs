@@ -275,12 +275,33 @@ pub struct PipelineBuilder {
     validation: Validation,
     baseline: Baseline,
     trusted: bool,
+    local_tool: bool,
+    protected: Option<Arc<crate::protected::Protected>>,
     max_result_bytes: usize,
     observer: Option<DecisionObserver>,
     audit: Option<AuditSink>,
 }
 
 impl PipelineBuilder {
+    /// The server acts on this machine (a stdio server this process
+    /// started): path tests read symbolic links first, unless the
+    /// policy sets `resolve_links off`.
+    pub fn local_tool(mut self, on: bool) -> Self {
+        self.local_tool = on;
+        self
+    }
+
+    /// Files no call may write, whatever the policy says: the policy this
+    /// pipeline enforces, its tests and lock files, the audit file. A call
+    /// with a string argument naming one (an absolute path, a `file:` URI,
+    /// or a relative path from this process's folder) is denied (`source:
+    /// protected`, `reason: protected_policy`) unless the server is
+    /// trusted and the tool says it only reads (`readOnlyHint`).
+    pub fn protect(mut self, protected: crate::protected::Protected) -> Self {
+        self.protected = Some(Arc::new(protected));
+        self
+    }
+
     /// An audit trail: called with exactly one [`AuditRecord`] per governed
     /// request, before anything is sent for it, whatever decided it. When
     /// it fails (the line could not be written), the request is refused
@@ -410,6 +431,8 @@ impl PipelineBuilder {
             validation: self.validation,
             baseline_kind: self.baseline,
             trusted: self.trusted,
+            local_tool: self.local_tool,
+            protected: self.protected,
             max_result_bytes: self.max_result_bytes,
             observer: self.observer,
             audit: self.audit,
@@ -482,6 +505,8 @@ pub struct Pipeline {
     pub(crate) validation: Validation,
     pub(crate) baseline_kind: Baseline,
     pub(crate) trusted: bool,
+    pub(crate) local_tool: bool,
+    pub(crate) protected: Option<Arc<crate::protected::Protected>>,
     pub(crate) max_result_bytes: usize,
     pub(crate) observer: Option<DecisionObserver>,
     pub(crate) audit: Option<AuditSink>,
@@ -531,6 +556,8 @@ impl Pipeline {
             validation: Validation::default(),
             baseline: Baseline::default(),
             trusted: false,
+            local_tool: false,
+            protected: None,
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
             observer: None,
             audit: None,

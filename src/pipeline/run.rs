@@ -725,13 +725,40 @@ impl Pipeline {
             .with_args(&call.arguments)
             .with_approval(state)
             .with_trusted_server(self.trusted)
-            .with_taint(&taint);
+            .with_taint(&taint)
+            .with_links(if self.local_tool {
+                crate::Links::ThisMachine
+            } else {
+                crate::Links::Off
+            });
         if let Some(a) = entry.def.get("annotations") {
             request = request.with_annotations(a);
         }
         request = opts.apply(request);
         if self.approver.is_none() {
             request = request.without_approver();
+        }
+        // The fixed rule before the policy: no call writes the files this
+        // pipeline enforces, whatever the policy says.
+        if let Some(protected) = &self.protected {
+            let reads_only = crate::eval::trusts(policy, &request)
+                && entry
+                    .def
+                    .pointer("/annotations/readOnlyHint")
+                    .and_then(Value::as_bool)
+                    == Some(true);
+            if !reads_only && protected.named_in(&call.arguments) {
+                let d = Decision::protected();
+                self.emit_decision(
+                    &base.audited,
+                    "tool",
+                    Some(&call.name),
+                    &d,
+                    Approved::NotAsked,
+                    Some(&call.arguments),
+                )?;
+                return Err(CallError::denied(d));
+            }
         }
         let mut decision = policy.decide(&request);
         if decision.decision == Verdict::Allow && hook_ask.is_some() {

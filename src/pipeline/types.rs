@@ -218,6 +218,10 @@ pub struct CallOptions {
     pub meta: Option<Value>,
     /// Shape the result for a model (default off).
     pub shape: bool,
+    /// The folder the server resolves a relative path from, when the host
+    /// knows it: what a relative path argument is placed against (without
+    /// it, a path test on a relative path fails closed).
+    pub cwd: Option<String>,
 }
 
 impl CallOptions {
@@ -230,7 +234,16 @@ impl CallOptions {
         if let Some(a) = &self.assigns {
             request = request.with_assigns(a);
         }
+        if let Some(c) = &self.cwd {
+            request = request.with_cwd(c);
+        }
         request
+    }
+
+    /// The folder the server resolves relative paths from.
+    pub fn cwd(mut self, dir: &str) -> Self {
+        self.cwd = Some(dir.to_string());
+        self
     }
 
     /// For this principal.

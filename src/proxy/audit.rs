@@ -67,7 +67,6 @@ impl Audit {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
