@@ -43,10 +43,18 @@ pub enum UriError {
         what: String,
     },
     /// `%2F`, `%5C` or `%00` in the path: an encoded `/`, `\` or NUL.
-    EncodedSeparator { at: usize, what: &'static str },
+    EncodedSeparator {
+        /// The byte offset of its `%`.
+        at: usize,
+        /// What it encodes.
+        what: &'static str,
+    },
     /// A `file` URI that names a host other than `localhost`, a user or a
     /// port, or whose path is relative.
-    FileForm { what: &'static str },
+    FileForm {
+        /// What is wrong, in words.
+        what: &'static str,
+    },
 }
 
 impl fmt::Display for UriError {
