@@ -6,6 +6,7 @@ pub mod condition;
 pub mod glob;
 pub mod lookup;
 pub mod names;
+mod servers;
 pub mod settings;
 #[cfg(test)]
 pub mod target_index;
