@@ -89,7 +89,12 @@ async fn on_line(shared: &Arc<Shared>, line: &[u8]) {
         // line with a key twice (`"method"` of `tools/call` and of a
         // notification) reads as the notification here and could read as
         // the call to a server whose JSON parser keeps the first.
-        Message::Notification(n) => shared.server.send(&Message::Notification(n)).await,
+        Message::Notification(n) => {
+            // What waits for room in the server's queue is the line, not
+            // the parsed message.
+            let line = Message::Notification(n).to_line();
+            shared.server.send_line(line).await
+        }
         Message::Request(r) => start(shared, r).await,
     }
 }
@@ -227,10 +232,23 @@ fn str_param<'a>(params: &'a Value, key: &str, method: &str) -> Result<&'a str, 
     })
 }
 
-fn options(params: &Value) -> CallOptions {
+/// The request's options: its `_meta`, and every other param but those
+/// the pipeline writes itself (`own`), which go to the server as they came
+/// (a task-augmented call's `task`, what a newer protocol adds).
+fn options(params: &Value, own: &[&str]) -> CallOptions {
     let mut opts = CallOptions::default();
     if let Some(meta) = params.get("_meta") {
         opts = opts.meta(meta.clone());
+    }
+    if let Value::Object(all) = params {
+        let rest: serde_json::Map<String, Value> = all
+            .iter()
+            .filter(|(k, _)| k.as_str() != "_meta" && !own.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if !rest.is_empty() {
+            opts = opts.params(rest);
+        }
     }
     opts
 }
@@ -251,7 +269,7 @@ async fn serve(shared: &Arc<Shared>, request: Request) -> Result<Value, RpcError
         "tools/list" => {
             let p = pipeline(shared)?;
             let tools = p
-                .list_tools(&options(params))
+                .list_tools(&options(params, &["cursor"]))
                 .await
                 .map_err(answer::other_error)?;
             Ok(json!({ "tools": tools }))
@@ -267,7 +285,9 @@ async fn serve(shared: &Arc<Shared>, request: Request) -> Result<Value, RpcError
                 ));
             }
             let digest = shared.audit.as_ref().map(|_| args_digest(&args));
-            let out = p.call_tool(name, args, &options(params)).await;
+            let out = p
+                .call_tool(name, args, &options(params, &["name", "arguments"]))
+                .await;
             if let (Err(e), Some(audit), Some(digest)) = (&out, &shared.audit, &digest) {
                 if e.kind == ErrorKind::NotFound {
                     let hidden = shared
@@ -284,7 +304,7 @@ async fn serve(shared: &Arc<Shared>, request: Request) -> Result<Value, RpcError
             let uri = str_param(params, "uri", "resources/read")?;
             read_answer(
                 "resource read",
-                p.read_resource(uri, &options(params)).await,
+                p.read_resource(uri, &options(params, &["uri"])).await,
             )
         }
         "prompts/get" => {
@@ -293,7 +313,8 @@ async fn serve(shared: &Arc<Shared>, request: Request) -> Result<Value, RpcError
             let args = params.get("arguments").cloned();
             read_answer(
                 "prompt get",
-                p.get_prompt(name, args, &options(params)).await,
+                p.get_prompt(name, args, &options(params, &["name", "arguments"]))
+                    .await,
             )
         }
         method => relay(shared, method, request.params.clone()).await,
