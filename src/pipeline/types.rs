@@ -273,8 +273,8 @@ impl CallOptions {
         self
     }
 
-    /// Sending these other params with the request (see
-    /// [`CallOptions::params`]).
+    /// Sending these other params with the request (see the `params`
+    /// field).
     pub fn params(mut self, params: Map<String, Value>) -> Self {
         self.params = Some(params);
         self
