@@ -54,6 +54,16 @@ fn error_line(code: i64, message: &str) -> Vec<u8> {
 }
 
 async fn on_line(shared: &Arc<Shared>, line: &[u8]) {
+    // A notification the proxy only passes on is relayed with its params
+    // as the bytes they were (see server.rs); a cancellation, and a
+    // request sent without an id, take the full path below.
+    let relayed = super::server::relayed_note_if(line, |method| {
+        method.starts_with("notifications/") && method != "notifications/cancelled"
+    });
+    if let Some(out) = relayed {
+        shared.server.send_line(out).await;
+        return;
+    }
     let message = match Message::parse(line) {
         Ok(m) => m,
         Err(e) => {

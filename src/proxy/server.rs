@@ -72,17 +72,19 @@ struct RawNote<'a> {
 /// members in the proxy's own words, its params as they came. `None` for
 /// any other line, or one this reading refuses (a member twice, say),
 /// which then takes the full path.
-fn relayed_note(line: &[u8]) -> Option<Vec<u8>> {
-    let note: RawNote<'_> = serde_json::from_slice(line).ok()?;
-    if note.jsonrpc != "2.0"
-        || note.id.0
-        || note.result.0
-        || note.error.0
-        || matches!(
-            note.method.as_str(),
+pub(crate) fn relayed_note(line: &[u8]) -> Option<Vec<u8>> {
+    relayed_note_if(line, |method| {
+        !matches!(
+            method,
             "notifications/cancelled" | "notifications/tools/list_changed"
         )
-    {
+    })
+}
+
+/// [`relayed_note`] for the notifications whose method `relay` accepts.
+pub(crate) fn relayed_note_if(line: &[u8], relay: impl Fn(&str) -> bool) -> Option<Vec<u8>> {
+    let note: RawNote<'_> = serde_json::from_slice(line).ok()?;
+    if note.jsonrpc != "2.0" || note.id.0 || note.result.0 || note.error.0 || !relay(&note.method) {
         return None;
     }
     let mut out = Vec::with_capacity(line.len() + 48);
