@@ -81,6 +81,33 @@ fn init_logging() {
         .try_init();
 }
 
+/// Warns on stderr when no rule, `tools {}` pattern or setting of the
+/// policy names the server id: every call would then be `no_rule`, and
+/// the visibility filter would hide nothing (a misspelt `--server-id`).
+fn warn_unnamed_server(policy: &crate::Policy, name: &str, server_id: &str) {
+    let names = policy.server_names();
+    if names.names(server_id) {
+        return;
+    }
+    let named = if names.written.is_empty() {
+        "none".to_string()
+    } else {
+        names
+            .written
+            .iter()
+            .map(|s| format!("`{s}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let hint = names
+        .closest(server_id)
+        .map(|c| format!("; did you mean `--server-id {c}`?"))
+        .unwrap_or_default();
+    eprintln!(
+        "warning: no rule, `tools {{}}` pattern or setting of policy `{name}` names the server id `{server_id}` (it names: {named}): every call will be decided by the default (`no_rule`) and nothing is hidden{hint}"
+    );
+}
+
 pub fn run(args: ProxyArgs) -> u8 {
     init_logging();
     if !crate::fingerprint::is_server_id(&args.server_id) {
@@ -113,6 +140,9 @@ pub fn run(args: ProxyArgs) -> u8 {
             )
         }
     };
+    if let Some(policy) = store.get(&name) {
+        warn_unnamed_server(&policy, &name, &args.server_id);
+    }
     let baseline = match &args.lock {
         None => Baseline::FirstListing,
         Some(path) => match read_lock("--lock", path) {

@@ -3,7 +3,7 @@
 //! 2025-06-18 and are refused).
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// A request id: MCP allows a number or a string (never null).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -187,9 +187,10 @@ impl Message {
         }
     }
 
-    /// The message as a JSON value.
+    /// The message as a JSON value (what [`Message::to_line`] writes).
+    #[cfg(test)]
     pub fn to_value(&self) -> Value {
-        let mut obj = Map::new();
+        let mut obj = serde_json::Map::new();
         obj.insert("jsonrpc".into(), Value::from("2.0"));
         match self {
             Message::Request(r) => {
@@ -223,14 +224,58 @@ impl Message {
         Value::Object(obj)
     }
 
-    /// The message as one line of bytes, newline included.
+    /// The message as one line of bytes, newline included: what
+    /// [`Message::to_value`] gives, written without copying the params or
+    /// the result first (a message can be large).
     pub fn to_line(&self) -> Vec<u8> {
-        let mut bytes = serde_json::to_vec(&self.to_value()).unwrap_or_default();
+        /// The members in `to_value`'s order, borrowed.
+        #[derive(Serialize)]
+        struct Line<'a> {
+            jsonrpc: &'static str,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            id: Option<&'a Id>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            method: Option<&'a str>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            params: Option<&'a Value>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            result: Option<&'a Value>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            error: Option<&'a RpcError>,
+        }
+        let mut line = Line {
+            jsonrpc: "2.0",
+            id: None,
+            method: None,
+            params: None,
+            result: None,
+            error: None,
+        };
+        match self {
+            Message::Request(r) => {
+                line.id = Some(&r.id);
+                line.method = Some(&r.method);
+                line.params = r.params.as_ref();
+            }
+            Message::Notification(n) => {
+                line.method = Some(&n.method);
+                line.params = n.params.as_ref();
+            }
+            Message::Response(r) => {
+                line.id = Some(&r.id);
+                match &r.outcome {
+                    Ok(v) => line.result = Some(v),
+                    Err(e) => line.error = Some(e),
+                }
+            }
+        }
+        let mut bytes = serde_json::to_vec(&line).unwrap_or_default();
         bytes.push(b'\n');
         bytes
     }
 }
 
+#[cfg(test)]
 fn id_value(id: &Id) -> Value {
     match id {
         Id::Number(n) => Value::from(*n),
@@ -270,6 +315,10 @@ mod tests {
             assert_eq!(m.to_value(), c);
             let line = m.to_line();
             assert_eq!(line.last(), Some(&b'\n'));
+            // The line is the value, member for member and in order.
+            let mut from_value = serde_json::to_vec(&m.to_value()).unwrap();
+            from_value.push(b'\n');
+            assert_eq!(line, from_value);
             assert_eq!(Message::parse(&line[..line.len() - 1]).unwrap(), m);
         }
     }

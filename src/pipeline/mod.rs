@@ -253,6 +253,9 @@ impl ToolEntry {
     }
 }
 
+/// The approved tools of the first listing, by name.
+pub(crate) type Approved = HashMap<String, Arc<ToolEntry>>;
+
 /// The tools of the last listing.
 #[derive(Debug, Default)]
 pub(crate) struct Catalog {
@@ -511,8 +514,10 @@ pub struct Pipeline {
     pub(crate) observer: Option<DecisionObserver>,
     pub(crate) audit: Option<AuditSink>,
     pub(crate) catalog: RwLock<Option<Arc<Catalog>>>,
-    /// The first listing's fingerprints, by tool name.
-    pub(crate) first_listing: RwLock<Option<Arc<HashMap<String, String>>>>,
+    /// The first listing's tools (with their fingerprints), by name: the
+    /// approved definitions, which a listing shows in place of a changed
+    /// one.
+    pub(crate) first_listing: RwLock<Option<Arc<Approved>>>,
     /// Held while a listing is asked for and read: one at a time, so the
     /// first listing (the baseline) is the first the server answered, and
     /// each is compared with the one before, however their answers are

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError};
 use std::time::Instant;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 use tokio::sync::broadcast::error::TryRecvError;
 
 use super::approval::{Approval, ApprovalRequest, GrantKey};
@@ -214,17 +214,74 @@ fn hook_denied(hook: &Hook, reason: String) -> CallError {
 async fn send_direct(
     transport: Arc<dyn Transport>,
     call: ToolCall,
+    params: Option<Arc<Map<String, Value>>>,
 ) -> Result<ToolResult, CallError> {
-    let raw = transport
-        .call_tool(&call.name, call.arguments, call.meta)
-        .await?;
+    let raw = match params.filter(|p| !p.is_empty()) {
+        None => {
+            transport
+                .call_tool(&call.name, call.arguments, call.meta)
+                .await?
+        }
+        Some(rest) => {
+            // The caller's other params (a task's `task`, ...) go as they
+            // came; the ones the pipeline writes are its own.
+            let mut params = Map::with_capacity(rest.len() + 3);
+            params.insert("name".into(), Value::from(call.name));
+            params.insert("arguments".into(), call.arguments);
+            if let Some(meta) = call.meta {
+                params.insert("_meta".into(), meta);
+            }
+            for (k, v) in rest.iter() {
+                if !params.contains_key(k) && k != "_meta" {
+                    params.insert(k.clone(), v.clone());
+                }
+            }
+            transport
+                .request("tools/call", Some(Value::Object(params)))
+                .await?
+        }
+    };
     Ok(ToolResult::from_value(raw)?)
+}
+
+/// `params` (the request's other params) with the keys the pipeline
+/// writes itself set to `own`, in `own`'s order first.
+fn with_params(own: Map<String, Value>, rest: Option<&Map<String, Value>>) -> Value {
+    let mut params = own;
+    for (k, v) in rest.into_iter().flatten() {
+        if !params.contains_key(k) {
+            params.insert(k.clone(), v.clone());
+        }
+    }
+    Value::Object(params)
+}
+
+/// A request's result, which must be an object.
+fn expect_object(result: Value, method: &str) -> Result<Value, CallError> {
+    if result.is_object() {
+        Ok(result)
+    } else {
+        Err(
+            crate::mcp::McpError::Protocol(format!("the result of {method} is not an object"))
+                .into(),
+        )
+    }
+}
+
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// The around hooks of one send and the call they wrap.
 struct Chain {
     transport: Arc<dyn Transport>,
     call: ToolCall,
+    params: Option<Arc<Map<String, Value>>>,
     hooks: Vec<Arc<Hook>>,
     base: HookCtx,
     timeout: std::time::Duration,
@@ -239,7 +296,12 @@ fn next_at(chain: Arc<Chain>, i: usize) -> Next {
 fn run_chain(chain: Arc<Chain>, i: usize) -> BoxFuture<'static, Result<ToolResult, CallError>> {
     Box::pin(async move {
         let Some(hook) = chain.hooks.get(i).cloned() else {
-            return send_direct(chain.transport.clone(), chain.call.clone()).await;
+            return send_direct(
+                chain.transport.clone(),
+                chain.call.clone(),
+                chain.params.clone(),
+            )
+            .await;
         };
         let HookFn::Around(f) = &hook.func else {
             return Err(bad_return(&hook));
@@ -346,6 +408,10 @@ impl Pipeline {
         // in the other order, and a changed definition answered second
         // become the approved first listing (a rug pull let through).
         let _one_at_a_time = self.listing.lock().await;
+        // What the server said before this listing is answered by it:
+        // whatever the caller asks (a listing, a call), the queue of its
+        // notifications is drained here.
+        let _ = self.tools_changed();
         let tools = self.transport.list_all_tools().await?;
         let previous = self
             .catalog
@@ -408,12 +474,13 @@ impl Pipeline {
                 .write()
                 .unwrap_or_else(PoisonError::into_inner);
             if first.is_none() {
-                let fps: HashMap<String, String> = catalog
+                let approved: super::Approved = catalog
                     .tools
                     .iter()
-                    .filter_map(|(n, e)| e.fingerprint.clone().map(|f| (n.clone(), f)))
+                    .filter(|(_, e)| e.fingerprint.is_some())
+                    .map(|(n, e)| (n.clone(), e.clone()))
                     .collect();
-                *first = Some(Arc::new(fps));
+                *first = Some(Arc::new(approved));
             }
         }
         let catalog = Arc::new(catalog);
@@ -449,7 +516,9 @@ impl Pipeline {
                     .clone();
                 match first.as_ref().and_then(|m| m.get(name)) {
                     None => ToolApproval::New,
-                    Some(approved) if Some(approved.as_str()) == fp => ToolApproval::Approved,
+                    Some(approved) if approved.fingerprint.as_deref() == fp => {
+                        ToolApproval::Approved
+                    }
                     Some(_) => ToolApproval::Changed,
                 }
             }
@@ -472,6 +541,15 @@ impl Pipeline {
         let Some(policy) = policy else {
             return Ok(Vec::new());
         };
+        let first = self
+            .first_listing
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let principal = opts.principal.as_deref();
+        // With `pin_tools off` a changed definition is the policy's to
+        // ignore: the listing shows it as it is.
+        let pinned = policy.settings().pin_tools;
         let mut tools: Vec<(String, Value)> = catalog
             .order
             .iter()
@@ -479,7 +557,25 @@ impl Pipeline {
             .filter(|(name, e)| {
                 policy.is_visible(&self.server, name) && !e.unsafe_schema(self.validation)
             })
-            .map(|(name, e)| (name.clone(), e.def.clone()))
+            .filter_map(|(name, e)| {
+                // The model never reads a definition nobody approved: a
+                // changed tool is listed as it was approved, where that
+                // definition is held (the first listing), and otherwise
+                // (a lock file holds only fingerprints) left out until the
+                // change is approved. Its calls are the pin's to decide.
+                if !pinned || self.approval_state(name, e, principal) != ToolApproval::Changed {
+                    return Some((name.clone(), e.def.clone()));
+                }
+                let approved = first.as_ref().and_then(|m| m.get(name.as_str()));
+                tracing::warn!(
+                    target: "mcppol::definition_changed",
+                    server = %self.server,
+                    tool = %name,
+                    listed = if approved.is_some() { "approved" } else { "none" },
+                    "a tool whose definition changed is listed as approved, or not at all"
+                );
+                approved.map(|a| (name.clone(), a.def.clone()))
+            })
             .collect();
         let base = self.base_ctx(opts);
         for hook in &self.hooks.listed {
@@ -811,8 +907,13 @@ impl Pipeline {
         } else {
             call.clone()
         };
-        let result = self.send(to_send, base).await?;
-        if self.validation.output && !result.is_error {
+        let result = self.send(to_send, opts, base).await?;
+        // A task-augmented call is answered with the task it made
+        // (`CreateTaskResult`), not with the tool's output: there is no
+        // `structuredContent` to check yet.
+        let task = opts.params.as_ref().is_some_and(|p| p.contains_key("task"))
+            && result.extra.contains_key("task");
+        if self.validation.output && !result.is_error && !task {
             if let SchemaState::Ready(v) = &entry.output {
                 let checked = match &result.structured_content {
                     Some(s) => schema::validate(v, s),
@@ -884,10 +985,12 @@ impl Pipeline {
             ctx: base.get().clone(),
         };
         let task = tokio::spawn(approver.ask(request));
-        let abort = task.abort_handle();
+        // The approver's task ends with the call's: a call given up (its
+        // caller cancelled it) does not leave a person asked about it.
+        let abort = AbortOnDrop(task.abort_handle());
         let answer = match tokio::time::timeout(self.ask_timeout, task).await {
             Err(_) => {
-                abort.abort();
+                abort.0.abort();
                 Err(AskFailure::Timeout)
             }
             Ok(Err(_)) => Err(AskFailure::Panic),
@@ -943,7 +1046,13 @@ impl Pipeline {
         }
     }
 
-    async fn send(&self, call: ToolCall, base: &LazyCtx<'_>) -> Result<ToolResult, CallError> {
+    async fn send(
+        &self,
+        call: ToolCall,
+        opts: &CallOptions,
+        base: &LazyCtx<'_>,
+    ) -> Result<ToolResult, CallError> {
+        let params = opts.params.clone().map(Arc::new);
         let around: Vec<Arc<Hook>> = self
             .hooks
             .around
@@ -952,11 +1061,12 @@ impl Pipeline {
             .cloned()
             .collect();
         if around.is_empty() {
-            return send_direct(self.transport.clone(), call).await;
+            return send_direct(self.transport.clone(), call, params).await;
         }
         let chain = Arc::new(Chain {
             transport: self.transport.clone(),
             call,
+            params,
             hooks: around,
             base: base.get().clone(),
             timeout: self.send_timeout,
@@ -1084,7 +1194,38 @@ impl Pipeline {
         if decision.decision != Verdict::Allow {
             return Err(CallError::denied(decision));
         }
-        Ok(self.transport.read_resource(uri).await?)
+        // What is decided is what is sent: the URI the rules saw, never
+        // the text that came. A read outside the policy's scope is not
+        // decided on its URI and goes as it came.
+        let sent: std::borrow::Cow<'_, str> = if decision.reason == crate::Reason::OutOfScope {
+            uri.into()
+        } else {
+            match crate::uri::normalize(uri) {
+                Ok(normal) => normal,
+                // Unreachable (such a URI is `bad_uri`); closed anyway.
+                Err(_) => {
+                    return Err(CallError::denied(Decision::new(
+                        Verdict::Deny,
+                        crate::Source::Request,
+                        crate::Reason::BadUri,
+                    )))
+                }
+            }
+        };
+        if opts.params.as_ref().is_none_or(Map::is_empty) && opts.meta.is_none() {
+            return Ok(self.transport.read_resource(&sent).await?);
+        }
+        let mut own = Map::new();
+        own.insert("uri".into(), Value::from(sent.as_ref()));
+        if let Some(meta) = &opts.meta {
+            own.insert("_meta".into(), meta.clone());
+        }
+        let params = with_params(own, opts.params.as_ref());
+        let result = self
+            .transport
+            .request("resources/read", Some(params))
+            .await?;
+        expect_object(result, "resources/read")
     }
 
     /// Gets a prompt: prompt hooks (which may rewrite the arguments), then
@@ -1163,7 +1304,20 @@ impl Pipeline {
         if decision.decision != Verdict::Allow {
             return Err(CallError::denied(decision));
         }
-        Ok(self.transport.get_prompt(name, arguments).await?)
+        if opts.params.as_ref().is_none_or(Map::is_empty) && opts.meta.is_none() {
+            return Ok(self.transport.get_prompt(name, arguments).await?);
+        }
+        let mut own = Map::new();
+        own.insert("name".into(), Value::from(name));
+        if let Some(args) = arguments {
+            own.insert("arguments".into(), args);
+        }
+        if let Some(meta) = &opts.meta {
+            own.insert("_meta".into(), meta.clone());
+        }
+        let params = with_params(own, opts.params.as_ref());
+        let result = self.transport.request("prompts/get", Some(params)).await?;
+        expect_object(result, "prompts/get")
     }
 }
 

@@ -197,6 +197,7 @@ pub fn shape_result(result: ToolResult, server: &str, cap: usize) -> ToolResult 
         structured_content: structured,
         is_error: result.is_error,
         meta: None,
+        extra: result.extra,
         provenance: Some(Provenance {
             server: server.to_string(),
             truncated,

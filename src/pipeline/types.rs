@@ -98,6 +98,11 @@ pub struct ToolResult {
     pub meta: Option<Value>,
     /// Set by shaping.
     pub provenance: Option<Provenance>,
+    /// The result's other keys, as the server sent them and written back
+    /// by [`ToolResult::to_value`]: what a newer protocol adds (the `task`
+    /// of a task-augmented call's `CreateTaskResult`, say) is relayed, not
+    /// dropped.
+    pub extra: Map<String, Value>,
 }
 
 /// The fixed text of a withheld result.
@@ -163,6 +168,7 @@ impl ToolResult {
             is_error,
             meta: obj.remove("_meta"),
             provenance: None,
+            extra: obj,
         })
     }
 
@@ -170,6 +176,9 @@ impl ToolResult {
     /// shaped: `{"mcppol/provenance": {...}}`).
     pub fn to_value(&self) -> Value {
         let mut obj = Map::new();
+        for (k, v) in &self.extra {
+            obj.insert(k.clone(), v.clone());
+        }
         obj.insert("content".into(), Value::Array(self.content.clone()));
         if let Some(s) = &self.structured_content {
             obj.insert("structuredContent".into(), s.clone());
@@ -222,6 +231,13 @@ pub struct CallOptions {
     /// knows it: what a relative path argument is placed against (without
     /// it, a path test on a relative path fails closed).
     pub cwd: Option<String>,
+    /// The request's other params: what the caller sent besides those the
+    /// pipeline writes itself (`name`, `arguments` and `_meta` of a call,
+    /// `uri` of a read, `name` and `arguments` of a prompt get), sent to
+    /// the server as they came: a task-augmented call's `task`, what a
+    /// newer protocol adds. Keys the pipeline writes are never taken from
+    /// here.
+    pub params: Option<Map<String, Value>>,
 }
 
 impl CallOptions {
@@ -267,6 +283,13 @@ impl CallOptions {
     /// Sending this `_meta`.
     pub fn meta(mut self, m: Value) -> Self {
         self.meta = Some(m);
+        self
+    }
+
+    /// Sending these other params with the request (see the `params`
+    /// field).
+    pub fn params(mut self, params: Map<String, Value>) -> Self {
+        self.params = Some(params);
         self
     }
 

@@ -6,6 +6,8 @@ pub mod condition;
 pub mod glob;
 pub mod lookup;
 pub mod names;
+#[cfg(any(feature = "cli", test))]
+mod servers;
 pub mod settings;
 #[cfg(test)]
 pub mod target_index;

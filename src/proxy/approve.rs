@@ -142,7 +142,17 @@ async fn elicit(host: Arc<Peer>, request: ApprovalRequest) -> Result<Approval, S
             "required": ["decision"],
         }
     });
-    let answer = match host.request("elicitation/create", Some(params)).await {
+    // A call given up while the person is asked (the host cancelled it,
+    // the ask timed out) closes the dialog: the host is sent
+    // `notifications/cancelled` for the elicitation.
+    let answer = match host
+        .request_or_cancel(
+            "elicitation/create",
+            Some(params),
+            "the call waiting on this approval was given up",
+        )
+        .await
+    {
         Ok(a) => a,
         Err(PeerError::Rpc(e)) => return Err(format!("the host answered error {}", e.code)),
         Err(PeerError::Closed(why)) => return Err(why),

@@ -62,14 +62,18 @@ pub(crate) async fn stop(child: &mut Child, grace: Duration) -> Ended {
     }
 }
 
-#[cfg(unix)]
 async fn kill_group(pid: Option<u32>) {
+    signal_group(pid, "-KILL").await;
+}
+
+#[cfg(unix)]
+async fn signal_group(pid: Option<u32>, signal: &str) {
     // The group's id is the child's pid (process_group(0)).
     let Some(pid) = pid else {
         return;
     };
     let _ = Command::new("kill")
-        .arg("-KILL")
+        .arg(signal)
         .arg("--")
         .arg(format!("-{pid}"))
         .stdin(Stdio::null())
@@ -80,7 +84,106 @@ async fn kill_group(pid: Option<u32>) {
 }
 
 #[cfg(not(unix))]
-async fn kill_group(_pid: Option<u32>) {}
+async fn signal_group(_pid: Option<u32>, _signal: &str) {}
+
+/// How long the server's group has after SIGTERM before it is killed,
+/// when the proxy itself was signalled: hosts give a server about two
+/// seconds between SIGTERM and SIGKILL, and the proxy must be done first.
+pub(crate) const TERM_GRACE: Duration = Duration::from_millis(1000);
+
+/// The signals that end the proxy: SIGTERM, SIGINT and SIGHUP.
+pub(crate) struct Signals {
+    #[cfg(unix)]
+    streams: Vec<(i32, tokio::signal::unix::Signal)>,
+}
+
+impl Signals {
+    /// Listens from now on (a signal that cannot be listened to is logged
+    /// and keeps its default action).
+    pub(crate) fn new() -> Signals {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let mut streams = Vec::new();
+            for (number, kind) in [
+                (15, SignalKind::terminate()),
+                (2, SignalKind::interrupt()),
+                (1, SignalKind::hangup()),
+            ] {
+                match signal(kind) {
+                    Ok(s) => streams.push((number, s)),
+                    Err(e) => {
+                        tracing::warn!(target: "mcppol::proxy", signal = number, error = %e, "cannot listen to a signal")
+                    }
+                }
+            }
+            Signals { streams }
+        }
+        #[cfg(not(unix))]
+        Signals {}
+    }
+
+    /// The number of the next signal; never, when none is listened to.
+    pub(crate) async fn next(&mut self) -> i32 {
+        #[cfg(unix)]
+        {
+            if self.streams.is_empty() {
+                return std::future::pending().await;
+            }
+            let waits = self.streams.iter_mut().map(|(number, s)| {
+                let number = *number;
+                Box::pin(async move {
+                    s.recv().await;
+                    number
+                })
+            });
+            futures_select_all(waits).await
+        }
+        #[cfg(not(unix))]
+        std::future::pending().await
+    }
+}
+
+/// The first of several futures to finish.
+#[cfg(unix)]
+async fn futures_select_all<F>(futures: impl Iterator<Item = F>) -> i32
+where
+    F: std::future::Future<Output = i32> + Unpin,
+{
+    let mut futures: Vec<F> = futures.collect();
+    std::future::poll_fn(move |cx| {
+        for f in futures.iter_mut() {
+            if let std::task::Poll::Ready(n) = std::pin::Pin::new(f).poll(cx) {
+                return std::task::Poll::Ready(n);
+            }
+        }
+        std::task::Poll::Pending
+    })
+    .await
+}
+
+/// The proxy was signalled: the server's process group gets SIGTERM, then
+/// SIGKILL after [`TERM_GRACE`] if the server has not exited, and the
+/// server is reaped. The proxy's status is 128 + the signal it got.
+pub(crate) async fn terminate(child: &mut Child, signal: i32) -> Ended {
+    let pid = child.id();
+    signal_group(pid, "-TERM").await;
+    let exited = matches!(
+        tokio::time::timeout(TERM_GRACE, child.wait()).await,
+        Ok(Ok(_))
+    );
+    // Whatever is left in the group goes, the server too if it is still
+    // there.
+    kill_group(pid).await;
+    if !exited {
+        let _ = child.start_kill();
+        let _ = child.wait().await;
+    }
+    Ended {
+        code: u8::try_from(128 + signal).unwrap_or(1),
+        describe: format!("the proxy got signal {signal}: the server's group was ended"),
+    }
+}
 
 fn ended(status: ExitStatus) -> Ended {
     if let Some(code) = status.code() {

@@ -55,6 +55,16 @@ fn error_line(code: i64, message: &str) -> Vec<u8> {
 }
 
 async fn on_line(shared: &Arc<Shared>, line: &[u8]) {
+    // A notification the proxy only passes on is relayed with its params
+    // as the bytes they were (see server.rs); a cancellation, and a
+    // request sent without an id, take the full path below.
+    let relayed = super::server::relayed_note_if(line, |method| {
+        method.starts_with("notifications/") && method != "notifications/cancelled"
+    });
+    if let Some(out) = relayed {
+        shared.server.send_line(out).await;
+        return;
+    }
     let message = match Message::parse(line) {
         Ok(m) => m,
         Err(e) => {
@@ -91,7 +101,12 @@ async fn on_line(shared: &Arc<Shared>, line: &[u8]) {
         // line with a key twice (`"method"` of `tools/call` and of a
         // notification) reads as the notification here and could read as
         // the call to a server whose JSON parser keeps the first.
-        Message::Notification(n) => shared.server.send(&Message::Notification(n)).await,
+        Message::Notification(n) => {
+            // What waits for room in the server's queue is the line, not
+            // the parsed message.
+            let line = Message::Notification(n).to_line();
+            shared.server.send_line(line).await
+        }
         Message::Request(r) => start(shared, r).await,
     }
 }
@@ -235,10 +250,23 @@ fn str_param<'a>(params: &'a Value, key: &str, method: &str) -> Result<&'a str, 
     })
 }
 
-fn options(params: &Value) -> CallOptions {
+/// The request's options: its `_meta`, and every other param but those
+/// the pipeline writes itself (`own`), which go to the server as they came
+/// (a task-augmented call's `task`, what a newer protocol adds).
+fn options(params: &Value, own: &[&str]) -> CallOptions {
     let mut opts = CallOptions::default();
     if let Some(meta) = params.get("_meta") {
         opts = opts.meta(meta.clone());
+    }
+    if let Value::Object(all) = params {
+        let rest: serde_json::Map<String, Value> = all
+            .iter()
+            .filter(|(k, _)| k.as_str() != "_meta" && !own.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if !rest.is_empty() {
+            opts = opts.params(rest);
+        }
     }
     opts
 }
@@ -259,7 +287,7 @@ async fn serve(shared: &Arc<Shared>, request: Request) -> Result<Value, RpcError
         "tools/list" => {
             let p = pipeline(shared)?;
             let tools = p
-                .list_tools(&options(params))
+                .list_tools(&options(params, &["cursor"]))
                 .await
                 .map_err(answer::other_error)?;
             Ok(json!({ "tools": tools }))
@@ -282,7 +310,10 @@ async fn serve(shared: &Arc<Shared>, request: Request) -> Result<Value, RpcError
             // refuses it, before anything is sent.
             let raw = Arc::new(Mutex::new(None));
             let out = RAW_RESULT
-                .scope(raw.clone(), p.call_tool(name, args, &options(params)))
+                .scope(
+                    raw.clone(),
+                    p.call_tool(name, args, &options(params, &["name", "arguments"])),
+                )
                 .await;
             let raw = Shared::lock(&raw).take();
             let mut answer = match out {
@@ -318,7 +349,7 @@ async fn serve(shared: &Arc<Shared>, request: Request) -> Result<Value, RpcError
                 .inspect_err(|_| refused("invalid_params"))?;
             read_answer(
                 "resource read",
-                p.read_resource(uri, &options(params)).await,
+                p.read_resource(uri, &options(params, &["uri"])).await,
             )
         }
         "prompts/get" => {
@@ -330,7 +361,8 @@ async fn serve(shared: &Arc<Shared>, request: Request) -> Result<Value, RpcError
             let args = params.get("arguments").cloned();
             read_answer(
                 "prompt get",
-                p.get_prompt(name, args, &options(params)).await,
+                p.get_prompt(name, args, &options(params, &["name", "arguments"]))
+                    .await,
             )
         }
         method => relay(shared, method, request.params.clone()).await,

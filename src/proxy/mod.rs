@@ -165,16 +165,33 @@ pub(crate) async fn run(config: Config) -> u8 {
         return child::CANNOT_START;
     };
     let grace = config.grace;
-    let child = &mut child;
-    let status = serve(
-        config.session,
-        tokio::io::stdin(),
-        tokio::io::stdout(),
-        child_in,
-        child_out,
-        move |_| child::stop(child, grace),
-    )
-    .await;
+    // SIGTERM, SIGINT and SIGHUP end the session at once, whatever it is
+    // doing (the grace after the host closed its input included): the
+    // server's process group is ended before the proxy exits, so no host
+    // that closes a server by a signal leaves one behind.
+    let mut signals = child::Signals::new();
+    let signalled = {
+        let child = &mut child;
+        let session = serve(
+            config.session,
+            tokio::io::stdin(),
+            tokio::io::stdout(),
+            child_in,
+            child_out,
+            move |_| child::stop(child, grace),
+        );
+        tokio::select! {
+            status = session => Err(status),
+            signal = signals.next() => Ok(signal),
+        }
+    };
+    let status = match signalled {
+        Err(status) => status,
+        Ok(signal) => {
+            tracing::warn!(target: "mcppol::proxy", signal, "a signal: ending the server's process group");
+            child::terminate(&mut child, signal).await
+        }
+    };
     tracing::info!(target: "mcppol::proxy", status = %status.describe, "the server ended");
     status.code
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tokio::io::AsyncWrite;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 
 use crate::mcp::framing::write_line;
 use crate::mcp::jsonrpc::{Id, Message, Notification, Request, Response};
@@ -27,10 +27,16 @@ pub(crate) enum PeerError {
 
 /// The lines queued for one side's writer before a sender waits.
 const QUEUE: usize = 256;
+/// The bytes queued for one side's writer before a sender waits (a line
+/// longer than this is queued alone): 256 lines of up to `--max-line-bytes`
+/// (16 MiB) each would be 4 GiB.
+pub(crate) const QUEUE_BYTES: usize = 32 << 20;
 
 /// What the writer task does next.
 pub(crate) enum Out {
-    Line(Vec<u8>),
+    /// A line, and its place among the queued bytes (given back once it is
+    /// written or dropped).
+    Line(Vec<u8>, OwnedSemaphorePermit),
     /// Close the stream (for the server: closes its stdin).
     Close,
 }
@@ -48,6 +54,9 @@ pub(crate) struct Peer {
     /// `host` or `server`, for logs and messages.
     pub(crate) side: &'static str,
     out: mpsc::Sender<Out>,
+    /// The queue's bytes (`QUEUE_BYTES` permits); closed when the writer
+    /// stops.
+    bytes: Arc<Semaphore>,
     /// Shared with the writer task, which closes it when this side stops
     /// taking what is written.
     state: Arc<Mutex<State>>,
@@ -81,19 +90,24 @@ impl Peer {
         W: AsyncWrite + Unpin + Send + 'static,
     {
         let (out, rx) = mpsc::channel(QUEUE);
+        let bytes = Arc::new(Semaphore::new(QUEUE_BYTES));
         let state = Arc::new(Mutex::new(State::default()));
         let gone = Arc::new(tokio::sync::Notify::new());
         let task = tokio::spawn(write_loop(
             side,
             writer,
             rx,
-            state.clone(),
-            gone.clone(),
+            Writer {
+                state: state.clone(),
+                gone: gone.clone(),
+                bytes: bytes.clone(),
+            },
             stall,
         ));
         Peer {
             side,
             out,
+            bytes,
             state,
             gone,
             next_id: AtomicI64::new(1),
@@ -108,9 +122,40 @@ impl Peer {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Sends one line as it is (a message relayed untouched).
+    /// The permits a line of `len` bytes holds in the queue.
+    fn permits(len: usize) -> u32 {
+        u32::try_from(len.clamp(1, QUEUE_BYTES)).unwrap_or(u32::MAX)
+    }
+
+    /// Waits for room for `len` bytes in the queue; `None` once the writer
+    /// stopped.
+    async fn room(&self, len: usize) -> Option<OwnedSemaphorePermit> {
+        self.bytes
+            .clone()
+            .acquire_many_owned(Peer::permits(len))
+            .await
+            .ok()
+    }
+
+    /// Sends one line as it is (a message relayed untouched), once the
+    /// queue has room for it (by count and by bytes).
     pub(crate) async fn send_line(&self, line: Vec<u8>) {
-        let _ = self.out.send(Out::Line(line)).await;
+        let Some(room) = self.room(line.len()).await else {
+            return;
+        };
+        let _ = self.out.send(Out::Line(line, room)).await;
+    }
+
+    /// Queues a line if there is room now, without waiting.
+    fn try_line(&self, line: Vec<u8>) -> bool {
+        let Ok(room) = self
+            .bytes
+            .clone()
+            .try_acquire_many_owned(Peer::permits(line.len()))
+        else {
+            return false;
+        };
+        self.out.try_send(Out::Line(line, room)).is_ok()
     }
 
     /// Sends a message.
@@ -142,7 +187,7 @@ impl Peer {
             params,
         })
         .to_line();
-        self.out.try_send(Out::Line(line)).is_ok()
+        self.try_line(line)
     }
 
     /// Closes the stream once what was queued before is written, if the
@@ -196,20 +241,29 @@ impl Peer {
         method: &str,
         params: Option<Value>,
     ) -> Result<(i64, oneshot::Receiver<Result<Value, PeerError>>), PeerError> {
-        // Room in the queue first: waiting for it is the one await here,
-        // and giving it up (a timeout, a cancelled task) leaves nothing
-        // behind. Once there is room, the request is recorded and queued
-        // with no await between, so none is recorded and never sent.
+        // Room in the queue first (its bytes, then a place): waiting for
+        // it is the only await here, and giving it up (a timeout, a
+        // cancelled task) leaves nothing behind. Once there is room, the
+        // request is recorded and queued with no await between, so none
+        // is recorded and never sent.
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let line = Message::Request(Request {
+            id: Id::Number(id),
+            method: method.to_string(),
+            params,
+        })
+        .to_line();
+        let gone = || {
+            let why = self.lock().closed.clone();
+            PeerError::Closed(why.unwrap_or_else(|| format!("the {} is gone", self.side)))
+        };
+        let Some(room) = self.room(line.len()).await else {
+            return Err(gone());
+        };
         let permit = match self.out.reserve().await {
             Ok(permit) => permit,
-            Err(_) => {
-                let why = self.lock().closed.clone();
-                return Err(PeerError::Closed(
-                    why.unwrap_or_else(|| format!("the {} is gone", self.side)),
-                ));
-            }
+            Err(_) => return Err(gone()),
         };
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         {
             let mut state = self.lock();
@@ -224,19 +278,13 @@ impl Peer {
             }
             state.pending.insert(id, tx);
         }
-        permit.send(Out::Line(
-            Message::Request(Request {
-                id: Id::Number(id),
-                method: method.to_string(),
-                params,
-            })
-            .to_line(),
-        ));
+        permit.send(Out::Line(line, room));
         Ok((id, rx))
     }
 
     /// Sends a request and waits for its answer (no deadline: the caller
     /// sets one when it wants one).
+    #[cfg(test)]
     pub(crate) async fn request(
         &self,
         method: &str,
@@ -248,6 +296,33 @@ impl Peer {
             Ok(outcome) => outcome,
             Err(_) => Err(PeerError::Closed(format!("the {} is gone", self.side))),
         }
+    }
+
+    /// Sends a request and waits for its answer, like [`Peer::request`];
+    /// given up before its answer (the task waiting on it was cancelled or
+    /// timed out), the side is told so: `notifications/cancelled` with the
+    /// request's id and `reason`, so a dialog the request opened there is
+    /// closed, not left for a person to answer in vain.
+    pub(crate) async fn request_or_cancel(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        reason: &'static str,
+    ) -> Result<Value, PeerError> {
+        let (id, rx) = self.start_request(method, params).await?;
+        let mut guard = CancelOnDrop {
+            peer: self,
+            id,
+            reason,
+            armed: true,
+        };
+        let outcome = match rx.await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(PeerError::Closed(format!("the {} is gone", self.side))),
+        };
+        // Answered, or the side is gone: nothing to cancel.
+        guard.armed = false;
+        outcome
     }
 
     /// Stops waiting for a request (its answer, if any, is dropped).
@@ -317,6 +392,30 @@ impl Peer {
     }
 }
 
+/// Forgets a request when dropped and, while armed (no answer came),
+/// tells the side it is cancelled (when its queue has room: a courtesy
+/// never waited for).
+struct CancelOnDrop<'a> {
+    peer: &'a Peer,
+    id: i64,
+    reason: &'static str,
+    armed: bool,
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        self.peer.forget(self.id);
+        if self.armed
+            && !self.peer.notify_now(
+                "notifications/cancelled",
+                Some(serde_json::json!({"requestId": self.id, "reason": self.reason})),
+            )
+        {
+            tracing::debug!(target: "mcppol::proxy", side = self.peer.side, id = self.id, "the queue is full: the cancellation was not sent");
+        }
+    }
+}
+
 impl Drop for Forget<'_> {
     fn drop(&mut self) {
         self.peer.forget(self.id);
@@ -329,15 +428,34 @@ impl Drop for Forget<'_> {
 /// fail; the requests already sent wait for their answers (or deadlines).
 async fn write_loop<W: AsyncWrite + Unpin>(
     side: &'static str,
-    mut writer: W,
-    mut rx: mpsc::Receiver<Out>,
+    writer: W,
+    rx: mpsc::Receiver<Out>,
+    shared: Writer,
+    stall: Option<Duration>,
+) {
+    write_lines(side, writer, rx, &shared, stall).await;
+    // Nobody waits for room in a queue no longer written.
+    shared.bytes.close();
+}
+
+/// What the writer task shares with its peer.
+struct Writer {
     state: Arc<Mutex<State>>,
     gone: Arc<tokio::sync::Notify>,
+    bytes: Arc<Semaphore>,
+}
+
+async fn write_lines<W: AsyncWrite + Unpin>(
+    side: &'static str,
+    mut writer: W,
+    mut rx: mpsc::Receiver<Out>,
+    shared: &Writer,
     stall: Option<Duration>,
 ) {
     while let Some(next) = rx.recv().await {
-        let line = match next {
-            Out::Line(line) => line,
+        // The line's bytes are given back once it is written.
+        let (line, _room) = match next {
+            Out::Line(line, room) => (line, room),
             Out::Close => return,
         };
         let written = match stall {
@@ -360,12 +478,13 @@ async fn write_loop<W: AsyncWrite + Unpin>(
         };
         if let Err(why) = written {
             tracing::debug!(target: "mcppol::proxy", side, error = %why, "writing failed");
-            let mut state = state
+            let mut state = shared
+                .state
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             state.closed.get_or_insert(why);
             drop(state);
-            gone.notify_waiters();
+            shared.gone.notify_waiters();
             return;
         }
     }

@@ -39,7 +39,74 @@ pub(crate) async fn read<R: AsyncRead + Unpin>(shared: Arc<Shared>, output: R) {
     }
 }
 
+/// Whether a member was present (whatever its value, `null` included).
+#[derive(Default)]
+struct Seen(bool);
+
+impl<'de> serde::Deserialize<'de> for Seen {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        serde::de::IgnoredAny::deserialize(d)?;
+        Ok(Seen(true))
+    }
+}
+
+/// A server notification the proxy only relays, read without building
+/// its params: they are checked to be JSON and kept as the bytes they
+/// were (a parsed message can be tens of times its wire size).
+#[derive(serde::Deserialize)]
+struct RawNote<'a> {
+    jsonrpc: &'a str,
+    method: String,
+    #[serde(borrow, default)]
+    params: Option<&'a serde_json::value::RawValue>,
+    #[serde(default)]
+    id: Seen,
+    #[serde(default)]
+    result: Seen,
+    #[serde(default)]
+    error: Seen,
+}
+
+/// The line to relay for a notification the proxy does nothing with but
+/// pass on (not a cancellation, not `list_changed`): written again, its
+/// members in the proxy's own words, its params as they came. `None` for
+/// any other line, or one this reading refuses (a member twice, say),
+/// which then takes the full path.
+pub(crate) fn relayed_note(line: &[u8]) -> Option<Vec<u8>> {
+    relayed_note_if(line, |method| {
+        !matches!(
+            method,
+            "notifications/cancelled" | "notifications/tools/list_changed"
+        )
+    })
+}
+
+/// [`relayed_note`] for the notifications whose method `relay` accepts.
+pub(crate) fn relayed_note_if(line: &[u8], relay: impl Fn(&str) -> bool) -> Option<Vec<u8>> {
+    let note: RawNote<'_> = serde_json::from_slice(line).ok()?;
+    if note.jsonrpc != "2.0" || note.id.0 || note.result.0 || note.error.0 || !relay(&note.method) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(line.len() + 48);
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","method":"#);
+    serde_json::to_writer(&mut out, &note.method).ok()?;
+    if let Some(params) = note.params {
+        let raw = params.get();
+        if !(raw.starts_with('{') || raw.starts_with('[')) {
+            return None;
+        }
+        out.extend_from_slice(br#","params":"#);
+        out.extend_from_slice(raw.as_bytes());
+    }
+    out.extend_from_slice(b"}\n");
+    Some(out)
+}
+
 async fn on_line(shared: &Arc<Shared>, line: &[u8]) {
+    if let Some(out) = relayed_note(line) {
+        shared.host.send_line(out).await;
+        return;
+    }
     let message = match Message::parse(line) {
         Ok(m) => m,
         Err(e) => {
@@ -84,14 +151,22 @@ async fn on_notification(shared: &Arc<Shared>, n: Notification) {
         return;
     }
     if n.method == "notifications/tools/list_changed" {
+        // The pipeline is told only what it reads (that the tools
+        // changed), never the params: a notification held there until
+        // the next call would be held parsed, many times its size.
+        let _ = shared.upstream.notes.send(Notification {
+            method: n.method.clone(),
+            params: None,
+        });
         if let Some(p) = shared.pipeline.get().cloned() {
             relist(shared, p);
         }
     }
     // Written again from what was read, never the line as it came (see
     // host.rs: a key twice reads one way here and may read another there).
-    let out = Message::Notification(n.clone()).to_line();
-    let _ = shared.upstream.notes.send(n);
+    // What waits for room in the host's queue is the line, not the parsed
+    // message.
+    let out = Message::Notification(n).to_line();
     shared.host.send_line(out).await;
 }
 
@@ -234,5 +309,47 @@ pub(crate) fn watch_roots(shared: &Arc<Shared>) {
         });
     if let Err(e) = spawned {
         tracing::warn!(target: "mcppol::proxy", error = %e, "cannot watch the pinned roots: an edit of them reaches the server on its next roots/list");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn relayed(line: &str) -> Option<Value> {
+        relayed_note(line.as_bytes()).map(|l| serde_json::from_slice(&l).unwrap())
+    }
+
+    #[test]
+    fn a_plain_notification_is_relayed_with_its_params_as_they_came() {
+        let out = relayed_note(
+            br#"{"method":"notifications/message","params":{"b":1,"a":[1, 2]},"jsonrpc":"2.0","x":1}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"b\":1,\"a\":[1, 2]}}\n"
+        );
+        assert_eq!(
+            relayed(r#"{"jsonrpc":"2.0","method":"notifications/progress"}"#),
+            Some(json!({"jsonrpc": "2.0", "method": "notifications/progress"}))
+        );
+        // Anything else takes the full path: requests, answers, a member
+        // twice, params that are not a structure, the notifications the
+        // proxy acts on, what is not JSON-RPC 2.0.
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"x"}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#,
+            r#"{"jsonrpc":"2.0","method":"x","result":{}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/x","method":"tools/call"}"#,
+            r#"{"jsonrpc":"2.0","method":"x","params":3}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
+            r#"{"jsonrpc":"1.0","method":"x"}"#,
+            r#"{"jsonrpc":"2.0","method":"x","params":{"a":}}"#,
+            "not json",
+        ] {
+            assert_eq!(relayed(line), None, "{line}");
+        }
     }
 }

@@ -65,6 +65,7 @@ mod proxy_faults;
 mod proxy_load;
 #[cfg(all(feature = "cli", feature = "pipeline"))]
 mod proxy_shown;
+mod proxy_relay;
 mod robustness;
 #[cfg(feature = "cli")]
 mod roots;

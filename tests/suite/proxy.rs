@@ -449,8 +449,9 @@ fn a_changed_listing_is_listed_again_and_the_notification_passes() {
     p.request("tools/list", json!({}));
     p.call("change", json!({}));
     p.wait_for(|m| m["method"] == "notifications/tools/list_changed");
+    // The new description is not shown: the model reads the approved one.
     let list = p.request("tools/list", json!({}));
-    assert_eq!(list["result"]["tools"][0]["description"], "echoes, changed");
+    assert_eq!(list["result"]["tools"][0]["description"], "echoes");
     let mut logged = false;
     for _ in 0..50 {
         if p.stderr_text().contains("definition changed") {

@@ -631,3 +631,179 @@ fn the_host_going_away_while_an_approver_command_runs_denies_and_audits() {
         )]
     );
 }
+
+#[test]
+fn notifications_far_larger_parsed_than_on_the_wire_are_not_held_parsed() {
+    use std::io::{BufRead, BufReader, Write};
+    // 64 notifications of 1 MiB each, half a million zeros a piece: tens
+    // of times larger parsed than on the wire. The host never calls a
+    // tool, so nothing that waited for a call may hold them; what is
+    // queued for the host is bounded by bytes, as raw lines. This host
+    // reads the big lines without parsing them (a debug build's JSON
+    // parser would take longer than the proxy).
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("fault.mcppol");
+    std::fs::write(&policy, POLICY).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fault/server.py");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcppol"))
+        .arg("proxy")
+        .arg("--policy")
+        .arg(&policy)
+        .args(["--server-id", "fault", "--grace", "500ms", "--"])
+        .arg("python3")
+        .arg(script)
+        .arg("big_notes")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(dir.path().join("proxy.stderr")).unwrap())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<Value>();
+    let reader = std::thread::spawn(move || {
+        let mut big = 0;
+        let mut out = BufReader::new(stdout);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            if out.read_until(b'\n', &mut line).unwrap() == 0 {
+                return big;
+            }
+            if line.len() > 100_000 {
+                big += 1;
+                continue;
+            }
+            let _ = tx.send(serde_json::from_slice(&line).unwrap());
+        }
+    });
+    let mut send = |v: Value| {
+        writeln!(stdin, "{v}").unwrap();
+        stdin.flush().unwrap();
+    };
+    let wait = |pick: &dyn Fn(&Value) -> bool| loop {
+        let v = rx.recv_timeout(Duration::from_secs(60)).unwrap();
+        if pick(&v) {
+            return v;
+        }
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params":
+        {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+    );
+    wait(&|m| m["id"] == 1);
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    wait(&|m| m["id"] == 2);
+    wait(&|m| m["params"]["data"] == "done");
+    let peak = super::proxy::harness::proc_status_kib(pid, "VmHWM:");
+    println!("big notifications: proxy peak RSS {peak} KiB");
+    // The session goes on.
+    send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "read_file", "arguments": {"n": 3}}}));
+    let out = wait(&|m| m["id"] == 3);
+    assert_eq!(out["result"]["content"][0]["text"], "call 3", "{out}");
+    drop(stdin);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    assert_eq!(reader.join().unwrap(), 64);
+    // Held parsed, the 64 were about a gigabyte.
+    assert!(peak > 0 && peak < 100 * 1024, "peak RSS {peak} KiB");
+}
+
+/// Sends `signal` (`-TERM`, ...) to `pid`.
+fn kill(signal: &str, pid: u32) {
+    let status = Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn sigterm_sigint_and_sighup_end_the_servers_group_before_the_proxy_exits() {
+    for (signal, code) in [("-TERM", 143), ("-INT", 130), ("-HUP", 129)] {
+        // A server that ignores its input closing (as many do for a
+        // while): only the proxy ending its group stops it.
+        let mut f = Fault::start("echo", &[], &[("FAULT_IGNORE_EOF", "1")]);
+        assert_eq!(text(&f.call(10)), "call 10");
+        let pids = f.pids();
+        let started = Instant::now();
+        kill(signal, f.proxy.child.id());
+        let status = f.proxy.wait_exit(SLACK);
+        assert_eq!(status.code(), Some(code), "{signal}: {}", f.stderr());
+        // Within the time hosts give between SIGTERM and SIGKILL (2 s).
+        assert!(
+            started.elapsed() < Duration::from_millis(2500),
+            "{signal}: {:?}",
+            started.elapsed()
+        );
+        for pid in pids {
+            let deadline = Instant::now() + Duration::from_secs(2);
+            while running(pid) {
+                assert!(
+                    Instant::now() < deadline,
+                    "{signal}: process {pid} still runs"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+}
+
+#[test]
+fn sigterm_during_the_grace_ends_a_server_that_ignores_sigterm_too() {
+    // The SDKs' way to close a server: close its input, wait, SIGTERM.
+    // This server ignores both (its `sleep` inherits the ignored SIGTERM):
+    // after the proxy's own short grace, its group is killed.
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("fault.mcppol");
+    std::fs::write(&policy, POLICY).unwrap();
+    let pidfile = dir.path().join("bg.pid");
+    let script = format!(
+        "trap '' TERM; sleep 300 & echo $$ $! > '{}'; while true; do sleep 1; done",
+        pidfile.display()
+    );
+    let stderr = dir.path().join("proxy.stderr");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcppol"));
+    cmd.arg("proxy")
+        .arg("--policy")
+        .arg(&policy)
+        .args(["--server-id", "fault", "--grace", "30s"])
+        .args(["--", "sh", "-c", &script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&stderr).unwrap());
+    let mut p = Proxy::spawn(cmd, stderr);
+    let deadline = Instant::now() + SLACK;
+    let pids: Vec<u32> = loop {
+        let text = std::fs::read_to_string(&pidfile).unwrap_or_default();
+        let pids: Vec<u32> = text
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect();
+        if pids.len() == 2 {
+            break pids;
+        }
+        assert!(Instant::now() < deadline, "the server wrote no pid file");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    p.close_input();
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    kill("-TERM", p.child.id());
+    let status = p.wait_exit(SLACK);
+    assert_eq!(status.code(), Some(143), "{}", p.stderr_text());
+    assert!(
+        started.elapsed() < Duration::from_millis(2500),
+        "{:?}",
+        started.elapsed()
+    );
+    for pid in pids {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while running(pid) {
+            assert!(Instant::now() < deadline, "process {pid} still runs");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
