@@ -106,6 +106,7 @@ pub mod proxy {
             max_pending: options.max_pending,
             call_timeout: options.call_timeout,
             shape: Some(crate::pipeline::DEFAULT_MAX_RESULT_BYTES),
+            protected: crate::protected::Protected::new(),
         };
         serve_session(
             session,

@@ -115,6 +115,7 @@ pub use limits::MAX_RULES;
 pub use lint::{check_text, Lint, LintOptions, Listing, ListingError, LINTS};
 pub use paths::{LinkResolver, Links};
 pub use policy::{DefaultDecision, PickError, Policy, PolicySet, Scope, Settings, Trusted};
+pub use protected::Protected;
 /// The string type of [`Decision::rule_id`], [`Decision::policy`] and
 /// [`ExplainStep::rule_id`] (from the `smol_str` crate, re-exported so a
 /// host need not depend on it): up to 23 bytes are held inline, so a

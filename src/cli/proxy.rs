@@ -173,6 +173,16 @@ pub fn run(args: ProxyArgs) -> u8 {
             None,
         );
     }
+    // The fixed rule: no call writes what this proxy enforces or records.
+    let mut protected = crate::protected::Protected::new();
+    if args.policy.is_dir() {
+        protected.folder(&args.policy);
+    } else {
+        protected.policy_file(&args.policy);
+    }
+    for file in [&args.lock, &args.audit, &args.hooks].into_iter().flatten() {
+        protected.file(file);
+    }
     let config = Config {
         session: Session {
             server_id: args.server_id,
@@ -186,6 +196,7 @@ pub fn run(args: ProxyArgs) -> u8 {
             max_pending: args.max_pending.max(1),
             call_timeout: args.call_timeout,
             shape: (!args.no_shape).then_some(args.max_result_bytes),
+            protected,
         },
         command: args.command,
         grace: args.grace,

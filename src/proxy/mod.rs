@@ -71,6 +71,10 @@ pub(crate) struct Session {
     /// Tool results shaped for the model, capped at this many bytes;
     /// `None` (`--no-shape`) relays them as they came.
     pub(crate) shape: Option<usize>,
+    /// The files no call may write: the policy, its tests and lock files,
+    /// the lock, the audit and hooks files (the fixed `protected_policy`
+    /// rule before the policy).
+    pub(crate) protected: crate::protected::Protected,
 }
 
 /// Which side ended a session first.
@@ -134,6 +138,7 @@ pub(crate) struct Setup {
     pub(crate) baseline: Baseline,
     pub(crate) approver: Option<String>,
     pub(crate) hooks: Vec<Hook>,
+    pub(crate) protected: crate::protected::Protected,
 }
 
 impl Shared {
@@ -250,6 +255,7 @@ where
             baseline: session.baseline,
             approver: session.approver,
             hooks: session.hooks,
+            protected: session.protected,
         })),
         relist: Mutex::default(),
     });
@@ -302,7 +308,10 @@ pub(crate) fn build_pipeline(shared: &Shared) -> Option<Arc<Pipeline>> {
         shared.policy_source(),
     )
     .baseline(setup.baseline)
-    .hooks(setup.hooks);
+    .hooks(setup.hooks)
+    // The server is a child on this machine: path tests read its links.
+    .local_tool(true)
+    .protect(setup.protected);
     if let Some(command) = setup.approver {
         builder = builder.approver(approve::ProxyApprover::Command {
             command,

@@ -43,6 +43,7 @@ fn start() -> Wire {
         max_pending: 16,
         call_timeout: Duration::from_secs(30),
         shape: Some(crate::pipeline::DEFAULT_MAX_RESULT_BYTES),
+        protected: crate::protected::Protected::new(),
     };
     let (host, host_in) = tokio::io::duplex(1 << 16);
     let (host_out, to_host) = tokio::io::duplex(1 << 16);

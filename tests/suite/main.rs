@@ -63,9 +63,9 @@ mod proxy_e2e;
 mod proxy_faults;
 #[cfg(all(feature = "cli", feature = "pipeline"))]
 mod proxy_load;
+mod proxy_relay;
 #[cfg(all(feature = "cli", feature = "pipeline"))]
 mod proxy_shown;
-mod proxy_relay;
 mod robustness;
 #[cfg(feature = "cli")]
 mod roots;

@@ -236,3 +236,44 @@ fn a_host_cancelling_a_call_that_waits_on_approval_closes_the_dialog() {
     assert_eq!(text(&p.call("echo", json!({"n": 1}))), r#"{"n": 1}"#);
     assert_eq!(received(dir.path(), "tools/call").len(), 1);
 }
+
+/// Issue 22, item 6, in the proxy: whatever the policy allows, no call
+/// reaches the server that names the policy file it enforces (or its
+/// tests, or the audit file), as a path or a `file:` URI, in any argument.
+#[test]
+fn a_call_naming_the_policy_it_enforces_is_refused_whatever_the_policy_says() {
+    let (dir, policy) = setup(POLICY);
+    let audit = dir.path().join("audit.jsonl");
+    let tests = dir.path().join("scripted.mcppoltest");
+    std::fs::write(&tests, "policy scripted.mcppol\n").unwrap();
+    let mut p = start(dir.path(), &policy, &["--audit", audit.to_str().unwrap()]);
+    p.initialize(json!({}));
+    let uri = format!("file://{policy}");
+    for args in [
+        json!({"text": policy}),
+        json!({"nested": [{"path": uri}]}),
+        json!({"text": tests.to_str().unwrap()}),
+        json!({"text": audit.to_str().unwrap()}),
+    ] {
+        let out = p.call("echo", args.clone());
+        assert_eq!(out["result"]["isError"], true, "{args}: {out}");
+        assert!(text(&out).contains("protected_policy"), "{args}: {out}");
+    }
+    // Another file is the policy's to decide.
+    let other = dir.path().join("notes.txt");
+    let out = p.call("echo", json!({"text": other.to_str().unwrap()}));
+    assert_ne!(out["result"]["isError"], true, "{out}");
+    p.close();
+    let calls = received(dir.path(), "tools/call");
+    assert_eq!(
+        calls.len(),
+        1,
+        "only the allowed call reached the server: {calls:?}"
+    );
+    let lines = std::fs::read_to_string(&audit).unwrap();
+    let protected = lines
+        .lines()
+        .filter(|l| l.contains("\"reason\":\"protected_policy\""))
+        .count();
+    assert_eq!(protected, 4, "{lines}");
+}
