@@ -266,6 +266,14 @@ enum ServerMsg {
     Notify {
         method: u8,
     },
+    /// A notification whose params are large for their wire size (a list
+    /// of zeros, far larger parsed), or hold a key twice: relayed as the
+    /// bytes they were, or (a key twice) parsed once.
+    BigNotify {
+        method: u8,
+        kib: u8,
+        twice: bool,
+    },
     Cancelled {
         id: RpcId,
     },
@@ -496,6 +504,19 @@ fn server_line(m: &ServerMsg, pages: &mut u32) -> Vec<u8> {
         ServerMsg::Notify { method } => line(&json!({
             "jsonrpc": "2.0", "method": pick(SERVER_NOTES, *method), "params": {}
         })),
+        ServerMsg::BigNotify { method, kib, twice } => {
+            // Up to 4 KiB of `0,` (some under the line bound, some over):
+            // each zero a whole `Value` once parsed.
+            let zeros = vec!["0"; usize::from(*kib % 8 + 1) * 256].join(",");
+            let dup = if *twice { r#","data":1,"data":2"# } else { "" };
+            let text = format!(
+                r#"{{"jsonrpc":"2.0","method":"{}","params":{{"data":[{zeros}]{dup}}}}}"#,
+                pick(SERVER_NOTES, *method)
+            );
+            let mut bytes = text.into_bytes();
+            bytes.push(b'\n');
+            bytes
+        }
         ServerMsg::Cancelled { id } => line(&json!({
             "jsonrpc": "2.0", "method": "notifications/cancelled",
             "params": {"requestId": id.value()}
