@@ -229,6 +229,7 @@ impl Protected {
 /// call is taken to name a protected file (fails closed).
 const MAX_NAMED_STRINGS: usize = 1024;
 const MAX_PATH_BYTES: usize = 4096;
+const MAX_NAME_BYTES: usize = 255;
 
 impl Protected {
     /// Whether any string in `args` (a tool call's arguments, at any depth)
@@ -268,6 +269,11 @@ impl Protected {
 fn path_in(s: &str) -> Option<PathBuf> {
     let s = s.trim();
     if s.is_empty() || s.len() > MAX_PATH_BYTES || s.chars().any(char::is_control) {
+        return None;
+    }
+    // A segment longer than a file name can be (NAME_MAX) names no file:
+    // text, not a path (and looking it up would fail, not find one).
+    if s.split('/').any(|segment| segment.len() > MAX_NAME_BYTES) {
         return None;
     }
     if let Some(rest) = s.strip_prefix("file:") {
@@ -414,6 +420,7 @@ mod tests {
             serde_json::json!({"path": dir.path().join("other.txt").to_str().unwrap()}),
             serde_json::json!({"content": format!("{path}\nwritten into a file")}),
             serde_json::json!({"n": 1, "content": "x".repeat(10_000)}),
+            serde_json::json!({"content": "A".repeat(2_100), "path": "/etc/cron.d/evil"}),
         ] {
             assert!(!p.named_in(&args), "{args}");
         }

@@ -1142,7 +1142,8 @@ fn audit_writes_one_line_per_decided_call() {
                 "reason",
                 "rule_id",
                 "args_digest",
-                "approval"
+                "approval",
+                "hook_id"
             ]
         );
         assert!(l["args_digest"].as_str().unwrap().starts_with("sha256:"));
