@@ -224,9 +224,10 @@ impl Protected {
     }
 }
 
-/// How many string values of a call's arguments [`Protected::named_in`]
-/// looks at, and how long one may be to be read as a path: past either, the
-/// call is taken to name a protected file (fails closed).
+/// How many path-shaped strings of a call's arguments
+/// [`Protected::named_in`] looks up (past it, the call is taken to name a
+/// protected file: fails closed), and how long a string, and one of its
+/// segments, may be to be read as a path.
 const MAX_NAMED_STRINGS: usize = 1024;
 const MAX_PATH_BYTES: usize = 4096;
 const MAX_NAME_BYTES: usize = 255;
@@ -235,17 +236,27 @@ impl Protected {
     /// Whether any string in `args` (a tool call's arguments, at any depth)
     /// names a protected file: an absolute path, a `file:` URI, or a
     /// relative path from this process's folder (where a stdio server it
-    /// started resolves one). Text that cannot be a path (control
-    /// characters, longer than a path can be) is not read as one.
+    /// started resolves one) that holds a protected file's name. Text that
+    /// cannot be a path (control characters, longer than a path or a file
+    /// name can be) is not read as one; nor is a relative string that holds
+    /// no protected name (a link made to reach one gets past this).
     pub fn named_in(&self, args: &serde_json::Value) -> bool {
         if self.paths.is_empty() && self.policy_dirs.is_empty() {
             return false;
         }
+        let mut names = self.shell_words(None);
+        names.extend(BESIDE_POLICY.iter().map(|s| (*s).to_string()));
+        let shaped = |s: &str| {
+            let s = s.trim_start();
+            s.starts_with('/')
+                || s.starts_with("file:")
+                || names.iter().any(|n| s.contains(n.as_str()))
+        };
         let mut stack = vec![args];
         let mut seen = 0usize;
         while let Some(v) = stack.pop() {
             match v {
-                serde_json::Value::String(s) => {
+                serde_json::Value::String(s) if shaped(s) => {
                     seen += 1;
                     if seen > MAX_NAMED_STRINGS {
                         return true;
