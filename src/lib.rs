@@ -76,7 +76,7 @@ mod paths;
 #[cfg(feature = "pipeline")]
 pub mod pipeline;
 mod policy;
-#[cfg(feature = "cli")]
+#[cfg(any(feature = "cli", feature = "pipeline"))]
 mod protected;
 #[cfg(all(feature = "cli", feature = "pipeline"))]
 mod proxy;
@@ -115,6 +115,7 @@ pub use limits::MAX_RULES;
 pub use lint::{check_text, Lint, LintOptions, Listing, ListingError, LINTS};
 pub use paths::{LinkResolver, Links};
 pub use policy::{DefaultDecision, PickError, Policy, PolicySet, Scope, Settings, Trusted};
+#[cfg(any(feature = "cli", feature = "pipeline"))]
 pub use protected::Protected;
 /// The string type of [`Decision::rule_id`], [`Decision::policy`] and
 /// [`ExplainStep::rule_id`] (from the `smol_str` crate, re-exported so a
