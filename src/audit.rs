@@ -4,29 +4,90 @@
 //! `source`, `reason`, `rule_id`, `args_digest`, `approval` and `hook_id`.
 //! Never the arguments, never a result.
 
+// The line and its writer serve the command line's `--audit` (the proxy,
+// the hook); a host of the pipeline alone gets the record, not a file.
+#[cfg(feature = "cli")]
 use std::io::Write;
+#[cfg(feature = "cli")]
 use std::time::SystemTime;
 
+#[cfg(feature = "cli")]
 use serde_json::{json, Value};
 
-/// One decided request, as the audit records it.
+/// One governed request's line in an audit trail (see
+/// [`PipelineBuilder::audit`](crate::pipeline::PipelineBuilder::audit)): exactly one per request, whatever decided
+/// it, the policy or a step before it (an unknown or hidden tool, a hook
+/// that denied, failed or halted, arguments over the bounds or against the
+/// schema). Never the arguments, never a result.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct AuditLine<'a> {
+#[non_exhaustive]
+pub struct AuditRecord<'a> {
+    /// The server's id.
     pub server: &'a str,
+    /// `tool`, `resource` or `prompt`.
     pub kind: &'a str,
+    /// The tool or prompt name, or the resource URI.
     pub name: Option<&'a str>,
-    pub decision: &'a str,
-    pub source: &'a str,
-    pub reason: &'a str,
+    /// What was done: `allow` (it goes to the server) or `deny` (nothing
+    /// is sent). An ask a person allowed is `allow`.
+    pub decision: &'static str,
+    /// Who decided: the policy's sources (`deny`, `pin`, `ask`, `allow`,
+    /// `default`), `visibility`, `request` (the request itself: unknown
+    /// tool, arguments out of bounds) or `hook`.
+    pub source: &'static str,
+    /// The reason word: the policy's, `ask_denied`, `ask_halt`,
+    /// `ask_failed`, or the refusal's (`unknown_tool`, `hidden`,
+    /// `invalid_arguments`, `hook_denied`, `hook_failed`, `hook_halt`, ...).
+    pub reason: &'static str,
+    /// The deciding rule, when a rule decided.
     pub rule_id: Option<&'a str>,
-    pub args_digest: Option<&'a str>,
-    pub approval: &'a str,
-    /// The hook that refused the request, if one did.
+    /// The hook that denied, failed or halted.
     pub hook_id: Option<&'a str>,
+    /// `none`, `grant`, `once`, `always`, `denied`, `halted` or `failed`.
+    pub approval: &'static str,
+    /// `sha256:` of the canonical arguments (tools and prompts with arguments).
+    pub args_digest: Option<&'a str>,
 }
 
-impl AuditLine<'_> {
-    /// The JSON object, stamped with the time now.
+impl<'a> AuditRecord<'a> {
+    /// The line of a request refused before a policy decision, `source`
+    /// and `reason` saying by what.
+    pub fn refused(
+        server: &'a str,
+        kind: &'a str,
+        name: Option<&'a str>,
+        source: &'static str,
+        reason: &'static str,
+    ) -> Self {
+        AuditRecord {
+            server,
+            kind,
+            name,
+            decision: "deny",
+            source,
+            reason,
+            rule_id: None,
+            hook_id: None,
+            approval: "none",
+            args_digest: None,
+        }
+    }
+
+    /// With the hook that refused.
+    pub fn with_hook(mut self, hook_id: Option<&'a str>) -> Self {
+        self.hook_id = hook_id;
+        self
+    }
+
+    /// With the arguments' digest.
+    pub fn with_digest(mut self, digest: Option<&'a str>) -> Self {
+        self.args_digest = digest;
+        self
+    }
+
+    /// The JSON object, stamped with the time now (the proxy's and the
+    /// hook's `--audit` line).
+    #[cfg(feature = "cli")]
     pub(crate) fn to_json(self) -> Value {
         json!({
             "time": now(),
@@ -46,6 +107,7 @@ impl AuditLine<'_> {
 
 /// Writes `line` and a line feed in one write, then flushes: an error
 /// means the line may not be in the file, and the caller refuses the call.
+#[cfg(feature = "cli")]
 pub(crate) fn write_line(out: &mut impl Write, line: &Value) -> std::io::Result<()> {
     let mut bytes = serde_json::to_vec(line).map_err(std::io::Error::other)?;
     bytes.push(b'\n');
@@ -54,6 +116,7 @@ pub(crate) fn write_line(out: &mut impl Write, line: &Value) -> std::io::Result<
 }
 
 /// The time now, RFC 3339 with milliseconds, UTC.
+#[cfg(feature = "cli")]
 pub(crate) fn now() -> String {
     humantime::format_rfc3339_millis(SystemTime::now()).to_string()
 }
@@ -64,18 +127,14 @@ mod tests {
 
     #[test]
     fn a_line_has_the_keys_in_order() {
-        let line = AuditLine {
-            server: "claude",
-            kind: "tool",
-            name: Some("Write"),
-            decision: "deny",
-            source: "protected",
-            reason: "protected_policy",
-            rule_id: None,
-            args_digest: Some("sha256:00"),
-            approval: "none",
-            hook_id: None,
-        }
+        let line = AuditRecord::refused(
+            "claude",
+            "tool",
+            Some("Write"),
+            "protected",
+            "protected_policy",
+        )
+        .with_digest(Some("sha256:00"))
         .to_json();
         let mut out = Vec::new();
         write_line(&mut out, &line).unwrap();

@@ -68,7 +68,7 @@ mod lint;
 mod listing;
 // The governed call and MCP on the wire: public modules of their own (a
 // host API with many types), compiled with the `pipeline` feature.
-#[cfg(feature = "cli")]
+#[cfg(any(feature = "cli", feature = "pipeline"))]
 mod audit;
 #[cfg(feature = "pipeline")]
 pub mod mcp;

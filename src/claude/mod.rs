@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use crate::audit::AuditLine;
+use crate::audit::AuditRecord;
 use crate::policy::{Cond, Test};
 use crate::protected::Protected;
 use crate::{Decision, Links, LoadOptions, Policy, PolicySet, Request, Source, Verdict};
@@ -288,19 +288,18 @@ fn append_audit(path: &Path, record: &Record) -> std::io::Result<()> {
         "ask" => "host",
         _ => "none",
     };
-    let line = AuditLine {
-        server: &record.server,
-        kind: "tool",
-        name: record.name.as_deref(),
-        decision: record.decision,
-        source: record.source,
-        reason: record.reason,
-        rule_id: record.rule_id.as_deref(),
-        args_digest: record.args_digest.as_deref(),
-        approval,
-        hook_id: None,
-    }
-    .to_json();
+    let mut line = AuditRecord::refused(
+        &record.server,
+        "tool",
+        record.name.as_deref(),
+        record.source,
+        record.reason,
+    )
+    .with_digest(record.args_digest.as_deref());
+    line.decision = record.decision;
+    line.rule_id = record.rule_id.as_deref();
+    line.approval = approval;
+    let line = line.to_json();
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)

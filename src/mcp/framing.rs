@@ -48,6 +48,7 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
     /// over the bound, without reading the rest of it: for a stream that is
     /// given up at the first such line (a line that never ends would
     /// otherwise be read for ever).
+    #[cfg(feature = "cli")]
     pub(crate) fn stop_at_bound(mut self) -> Self {
         self.drain = false;
         self

@@ -104,65 +104,9 @@ pub struct DecisionRecord<'a> {
 /// Called with every decision record (see [`PipelineBuilder::observer`]).
 pub type DecisionObserver = Arc<dyn Fn(&DecisionRecord<'_>) + Send + Sync>;
 
-/// One governed request's line in an audit trail (see
-/// [`PipelineBuilder::audit`]): exactly one per request, whatever decided
-/// it, the policy or a step before it (an unknown or hidden tool, a hook
-/// that denied, failed or halted, arguments over the bounds or against the
-/// schema). Never the arguments, never a result.
-#[derive(Debug, Clone, Copy)]
-#[non_exhaustive]
-pub struct AuditRecord<'a> {
-    /// The server's id.
-    pub server: &'a str,
-    /// `tool`, `resource` or `prompt`.
-    pub kind: &'a str,
-    /// The tool or prompt name, or the resource URI.
-    pub name: Option<&'a str>,
-    /// What was done: `allow` (it goes to the server) or `deny` (nothing
-    /// is sent). An ask a person allowed is `allow`.
-    pub decision: &'static str,
-    /// Who decided: the policy's sources (`deny`, `pin`, `ask`, `allow`,
-    /// `default`), `visibility`, `request` (the request itself: unknown
-    /// tool, arguments out of bounds) or `hook`.
-    pub source: &'static str,
-    /// The reason word: the policy's, `ask_denied`, `ask_halt`,
-    /// `ask_failed`, or the refusal's (`unknown_tool`, `hidden`,
-    /// `invalid_arguments`, `hook_denied`, `hook_failed`, `hook_halt`, ...).
-    pub reason: &'static str,
-    /// The deciding rule, when a rule decided.
-    pub rule_id: Option<&'a str>,
-    /// The hook that denied, failed or halted.
-    pub hook_id: Option<&'a str>,
-    /// `none`, `grant`, `once`, `always`, `denied`, `halted` or `failed`.
-    pub approval: &'static str,
-    /// `sha256:` of the canonical arguments (tools and prompts with arguments).
-    pub args_digest: Option<&'a str>,
-}
+pub use crate::audit::AuditRecord;
 
 impl<'a> AuditRecord<'a> {
-    /// The line of a request refused before a policy decision, `source`
-    /// and `reason` saying by what.
-    pub fn refused(
-        server: &'a str,
-        kind: &'a str,
-        name: Option<&'a str>,
-        source: &'static str,
-        reason: &'static str,
-    ) -> Self {
-        AuditRecord {
-            server,
-            kind,
-            name,
-            decision: "deny",
-            source,
-            reason,
-            rule_id: None,
-            hook_id: None,
-            approval: "none",
-            args_digest: None,
-        }
-    }
-
     /// The line of a policy decision, an ask as it was settled.
     pub fn decided(r: &DecisionRecord<'a>) -> Self {
         let d = r.decision;
@@ -185,18 +129,6 @@ impl<'a> AuditRecord<'a> {
             approval: r.approval,
             args_digest: r.args_digest,
         }
-    }
-
-    /// With the hook that refused.
-    pub fn with_hook(mut self, hook_id: Option<&'a str>) -> Self {
-        self.hook_id = hook_id;
-        self
-    }
-
-    /// With the arguments' digest.
-    pub fn with_digest(mut self, digest: Option<&'a str>) -> Self {
-        self.args_digest = digest;
-        self
     }
 }
 
@@ -574,7 +506,9 @@ impl Pipeline {
         &self.server
     }
 
-    /// The `outputSchema` of a tool of the last listing, if it has one.
+    /// The `outputSchema` of a tool of the last listing, if it has one
+    /// (the proxy's shaping keeps a result valid against it).
+    #[cfg(feature = "cli")]
     pub(crate) fn output_schema(&self, tool: &str) -> Option<Value> {
         let catalog = self
             .catalog

@@ -221,6 +221,7 @@ pub fn shape_instructions(server: &str, text: &str, trusted: bool) -> String {
 }
 
 /// A string in `v` at `key` cleaned in place; whether it changed.
+#[cfg(feature = "cli")]
 fn clean_in_place(v: &mut Value, key: &str, flags: &mut BTreeSet<ShapeFlag>) {
     if let Some(Value::String(s)) = v.get_mut(key) {
         if s.chars().any(|c| invisible_class(c).is_some()) {
@@ -232,6 +233,7 @@ fn clean_in_place(v: &mut Value, key: &str, flags: &mut BTreeSet<ShapeFlag>) {
 /// One block of a relayed result shaped in place: text cleaned, media
 /// outside the allow-list and unknown blocks replaced by a placeholder;
 /// every other key of the block kept as it came.
+#[cfg(feature = "cli")]
 fn shape_block_in_place(block: &mut Value, flags: &mut BTreeSet<ShapeFlag>) {
     let kind = block.get("type").and_then(Value::as_str).map(String::from);
     match kind.as_deref() {
@@ -276,6 +278,7 @@ fn shape_block_in_place(block: &mut Value, flags: &mut BTreeSet<ShapeFlag>) {
 }
 
 /// What [`shape_relayed`] did to a result.
+#[cfg(feature = "cli")]
 #[derive(Debug, Default)]
 pub(crate) struct Relayed {
     /// Every change made (empty: the result is as it came).
@@ -286,6 +289,7 @@ pub(crate) struct Relayed {
 
 /// The fixed result that stands for a withheld one: an error whose text
 /// says why, `_meta` kept as it came.
+#[cfg(feature = "cli")]
 fn withhold(result: &mut Value, why: &str) {
     let meta = result.get("_meta").cloned();
     let mut out = serde_json::Map::new();
@@ -315,6 +319,7 @@ fn withhold(result: &mut Value, why: &str) {
 /// (`output_schema` gives it when asked): when stripping changed
 /// `structuredContent` and it no longer validates, or it alone is over the
 /// cap, the result is withheld (an error result that says why).
+#[cfg(feature = "cli")]
 pub(crate) fn shape_relayed(
     result: &mut Value,
     cap: usize,

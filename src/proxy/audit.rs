@@ -24,19 +24,7 @@ pub(crate) struct Audit {
 /// The JSON line of one record, stamped with the time now: the keys every
 /// enforcement point writes (crate::audit).
 pub(crate) fn line(r: &AuditRecord<'_>) -> Value {
-    crate::audit::AuditLine {
-        server: r.server,
-        kind: r.kind,
-        name: r.name,
-        decision: r.decision,
-        source: r.source,
-        reason: r.reason,
-        rule_id: r.rule_id,
-        args_digest: r.args_digest,
-        approval: r.approval,
-        hook_id: r.hook_id,
-    }
-    .to_json()
+    r.to_json()
 }
 
 impl Audit {

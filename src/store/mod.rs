@@ -301,6 +301,7 @@ pub struct RuntimeGuide;
 /// store's own loader: `mcppol check` runs it, so a folder `check` passes
 /// is one the store, and so `mcppol proxy`, loads (a policy defined in two
 /// files, or reached twice through a link, is `duplicate_policy` for both).
+#[cfg(feature = "cli")]
 pub(crate) fn load_diagnostics<P: AsRef<Path>>(
     paths: &[P],
     options: &LoadOptions,
