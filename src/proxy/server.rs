@@ -67,6 +67,62 @@ struct RawNote<'a> {
     error: Seen,
 }
 
+/// A JSON value read only to check that no object in it holds a key
+/// twice: nothing is built but the keys of the object being read.
+struct UniqueKeys;
+
+impl<'de> serde::Deserialize<'de> for UniqueKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(UniqueKeysVisitor)
+    }
+}
+
+struct UniqueKeysVisitor;
+
+impl<'de> serde::de::Visitor<'de> for UniqueKeysVisitor {
+    type Value = UniqueKeys;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_unit<E>(self) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<UniqueKeys, A::Error> {
+        while seq.next_element::<UniqueKeys>()?.is_some() {}
+        Ok(UniqueKeys)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<UniqueKeys, A::Error> {
+        let mut keys: std::collections::HashSet<std::borrow::Cow<'de, str>> =
+            std::collections::HashSet::new();
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if !keys.insert(key) {
+                return Err(serde::de::Error::custom("a key twice"));
+            }
+            map.next_value::<UniqueKeys>()?;
+        }
+        Ok(UniqueKeys)
+    }
+}
+
 /// The line to relay for a notification the proxy does nothing with but
 /// pass on (not a cancellation, not `list_changed`): written again, its
 /// members in the proxy's own words, its params as they came. `None` for
@@ -93,6 +149,12 @@ pub(crate) fn relayed_note_if(line: &[u8], relay: impl Fn(&str) -> bool) -> Opti
     if let Some(params) = note.params {
         let raw = params.get();
         if !(raw.starts_with('{') || raw.starts_with('[')) {
+            return None;
+        }
+        // A key twice, at any depth, reads one way to one parser and
+        // another way to the next: such a line takes the full path, which
+        // writes each key once.
+        if serde_json::from_str::<UniqueKeys>(raw).is_err() {
             return None;
         }
         out.extend_from_slice(br#","params":"#);
@@ -342,6 +404,8 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#,
             r#"{"jsonrpc":"2.0","method":"x","result":{}}"#,
             r#"{"jsonrpc":"2.0","method":"notifications/x","method":"tools/call"}"#,
+            r#"{"jsonrpc":"2.0","method":"x","params":{"data":[0],"data":1}}"#,
+            r#"{"jsonrpc":"2.0","method":"x","params":[{"a":{"b":1,"b":2}}]}"#,
             r#"{"jsonrpc":"2.0","method":"x","params":3}"#,
             r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#,
             r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
