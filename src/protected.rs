@@ -95,6 +95,9 @@ pub struct Protected {
     /// Device and inode of the protected files that exist (Unix).
     #[cfg(unix)]
     inodes: Vec<(u64, u64)>,
+    /// The names a relative string must hold to be looked up
+    /// ([`Protected::named_in`]), made once, not on every call.
+    names: std::sync::OnceLock<Vec<String>>,
 }
 
 impl Protected {
@@ -144,12 +147,14 @@ impl Protected {
             for p in [lexical(&abs), resolve(&abs)].into_iter().flatten() {
                 if !self.folders.contains(&p) {
                     self.folders.push(p);
+                    self.names = std::sync::OnceLock::new();
                 }
             }
         }
     }
 
     fn add_path(&mut self, abs: &Path) {
+        self.names = std::sync::OnceLock::new();
         for p in [lexical(abs), resolve(abs)].into_iter().flatten() {
             if !self.paths.contains(&p) {
                 self.paths.push(p);
@@ -244,8 +249,11 @@ impl Protected {
         if self.paths.is_empty() && self.policy_dirs.is_empty() {
             return false;
         }
-        let mut names = self.shell_words(None);
-        names.extend(BESIDE_POLICY.iter().map(|s| (*s).to_string()));
+        let names = self.names.get_or_init(|| {
+            let mut names = self.shell_words(None);
+            names.extend(BESIDE_POLICY.iter().map(|s| (*s).to_string()));
+            names
+        });
         let shaped = |s: &str| {
             let s = s.trim_start();
             s.starts_with('/')

@@ -288,17 +288,18 @@ fn append_audit(path: &Path, record: &Record) -> std::io::Result<()> {
         "ask" => "host",
         _ => "none",
     };
-    let mut line = AuditRecord::refused(
-        &record.server,
-        "tool",
-        record.name.as_deref(),
-        record.source,
-        record.reason,
-    )
-    .with_digest(record.args_digest.as_deref());
-    line.decision = record.decision;
-    line.rule_id = record.rule_id.as_deref();
-    line.approval = approval;
+    let line = AuditRecord {
+        server: &record.server,
+        kind: "tool",
+        name: record.name.as_deref(),
+        decision: record.decision,
+        source: record.source,
+        reason: record.reason,
+        rule_id: record.rule_id.as_deref(),
+        hook_id: None,
+        approval,
+        args_digest: record.args_digest.as_deref(),
+    };
     let line = line.to_json();
     let mut file = std::fs::OpenOptions::new()
         .create(true)

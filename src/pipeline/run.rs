@@ -803,18 +803,22 @@ impl Pipeline {
                     .with_detail(format!("outputSchema: {why}")),
             );
         }
-        // Policy on the final arguments.
-        let Some(policy) = policy else {
-            let d = Decision::no_policy();
-            self.emit_decision(
+        // A refusal by the policy step (no policy, the protected files, a
+        // deny): its one audit line, then the error; nothing is sent.
+        let refuse = |d: Decision| -> CallError {
+            let audited = self.emit_decision(
                 &base.audited,
                 "tool",
                 Some(&call.name),
                 &d,
                 Approved::NotAsked,
                 Some(&call.arguments),
-            )?;
-            return Err(CallError::denied(d));
+            );
+            audited.err().unwrap_or_else(|| CallError::denied(d))
+        };
+        // Policy on the final arguments.
+        let Some(policy) = policy else {
+            return Err(refuse(Decision::no_policy()));
         };
         let taint: Vec<&str> = opts.taint.iter().map(String::as_str).collect();
         let mut request = Request::tool(&self.server, &call.name)
@@ -844,16 +848,7 @@ impl Pipeline {
                     .and_then(Value::as_bool)
                     == Some(true);
             if !reads_only && protected.named_in(&call.arguments) {
-                let d = Decision::protected();
-                self.emit_decision(
-                    &base.audited,
-                    "tool",
-                    Some(&call.name),
-                    &d,
-                    Approved::NotAsked,
-                    Some(&call.arguments),
-                )?;
-                return Err(CallError::denied(d));
+                return Err(refuse(Decision::protected()));
             }
         }
         let mut decision = policy.decide(&request);
@@ -866,17 +861,7 @@ impl Pipeline {
             }
         }
         let approved_digest = match decision.decision {
-            Verdict::Deny => {
-                self.emit_decision(
-                    &base.audited,
-                    "tool",
-                    Some(&call.name),
-                    &decision,
-                    Approved::NotAsked,
-                    Some(&call.arguments),
-                )?;
-                return Err(CallError::denied(decision));
-            }
+            Verdict::Deny => return Err(refuse(decision)),
             Verdict::Allow => {
                 // Nothing is sent unless its audit line was written.
                 self.emit_decision(

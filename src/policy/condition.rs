@@ -227,8 +227,9 @@ impl PathRoot {
         match self {
             PathRoot::Fixed(root) => Some(Cow::Borrowed(root)),
             PathRoot::Cwd(suffix) => {
-                let cwd = cwd.filter(|c| c.starts_with('/'))?;
-                let base = crate::paths::canonical_root(cwd).ok()?;
+                // The one reading of the working folder, the one relative
+                // paths are placed against too.
+                let base = crate::paths::canonical_cwd(cwd)?;
                 Some(Cow::Owned(match (base.as_str(), suffix.is_empty()) {
                     (_, true) => base,
                     ("/", false) => suffix.to_string(),
