@@ -47,6 +47,11 @@ mod claude;
 mod cli;
 mod compile;
 mod diagnostics;
+// The core of one governed request: the outcome, the audit record, the
+// renderer, the command runner (what the hook, the proxy and the pipeline
+// share).
+#[cfg(any(feature = "cli", feature = "pipeline"))]
+mod enforce;
 mod escape;
 mod eval;
 mod fingerprint;
@@ -68,8 +73,6 @@ mod lint;
 mod listing;
 // The governed call and MCP on the wire: public modules of their own (a
 // host API with many types), compiled with the `pipeline` feature.
-#[cfg(any(feature = "cli", feature = "pipeline"))]
-mod audit;
 #[cfg(feature = "pipeline")]
 pub mod mcp;
 mod paths;

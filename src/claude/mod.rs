@@ -34,10 +34,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use crate::audit::AuditRecord;
+use crate::enforce::audit::{AuditFile, AuditRecord};
+use crate::enforce::{render, By, Outcome, Settled};
 use crate::policy::{Cond, Test};
 use crate::protected::Protected;
-use crate::{Decision, Links, LoadOptions, Policy, PolicySet, Request, Source, Verdict};
+use crate::{Decision, Links, LoadOptions, Policy, PolicySet, Request, TargetKind, Verdict};
 use event::{Event, EventKind};
 use names::{ToolName, DEFAULT_BUILTIN_SERVER};
 use taint::TaintStore;
@@ -174,10 +175,9 @@ impl HookOutput {
     /// How an event refuses when mcppol cannot do its part.
     fn failure(kind: EventKind, reason: &str) -> Self {
         match kind {
-            EventKind::PreToolUse => HookOutput::permission(
-                Verdict::Deny,
-                &format!("mcppol could not decide this call, so it is denied: {reason}"),
-            ),
+            EventKind::PreToolUse => {
+                HookOutput::permission(Verdict::Deny, &render::hook_failed(reason))
+            }
             EventKind::PostToolUse | EventKind::PostToolUseFailure => {
                 let out = json!({
                     "decision": "block",
@@ -217,95 +217,64 @@ pub fn run_hook(config: &HookConfig, input: &[u8]) -> HookOutput {
         return out;
     };
     // A call refused before the policy decided is audited too.
-    let record = record.unwrap_or_else(|| Record::failed(config, &event));
-    match append_audit(path, &record) {
+    let outcome = record.unwrap_or_else(|| failed(config, &event));
+    match append_audit(path, &outcome) {
         Ok(()) => out,
         Err(e) => HookOutput::permission(
             Verdict::Deny,
-            &format!(
-                "mcppol: deny (audit_failed): the audit line could not be written to `{}`, and a call that is not audited is not run: {e}",
-                path.display()
-            ),
+            &render::hook_audit_failed(&path.display(), &e),
         ),
     }
 }
 
-/// What the audit records of one `PreToolUse`.
-#[derive(Debug, Clone)]
-struct Record {
-    server: String,
-    name: Option<String>,
-    decision: &'static str,
-    source: &'static str,
-    reason: &'static str,
-    rule_id: Option<String>,
-    args_digest: Option<String>,
+/// The outcome of a `PreToolUse` the policy decided: an ask is settled by
+/// Claude Code, which asks the person (the hook never learns the answer).
+fn decided(server: &str, tool: &str, decision: &Decision, args: &serde_json::Value) -> Outcome {
+    let settled = if decision.decision == Verdict::Ask {
+        Settled::Host
+    } else {
+        Settled::NotAsked
+    };
+    Outcome::decided(
+        server.into(),
+        TargetKind::Tool,
+        Some(tool),
+        decision.clone(),
+        settled,
+    )
+    .with_digest(crate::fingerprint::digest(args).ok())
 }
 
-impl Record {
-    fn decided(server: &str, tool: &str, decision: &Decision, args: &serde_json::Value) -> Self {
-        Record {
-            server: server.to_string(),
-            name: Some(tool.to_string()),
-            decision: decision.decision.as_str(),
-            source: decision.source.as_str(),
-            reason: decision.reason.as_str(),
-            rule_id: decision.rule_id.as_deref().map(str::to_string),
-            args_digest: crate::fingerprint::digest(args).ok(),
-        }
-    }
-
-    /// A call mcppol could not decide (and so denied): as much of it as
-    /// the event names.
-    fn failed(config: &HookConfig, event: &Event) -> Self {
-        let reading = event.tool_name().ok().and_then(|n| {
-            ToolName::parse(n, &config.servers, &config.builtin_server)
-                .ok()
-                .map(|t| t.readings()[0].clone())
-        });
-        Record {
-            server: reading
-                .as_ref()
-                .map(|r| r.server.clone())
-                .unwrap_or_default(),
-            name: reading.map(|r| r.tool),
-            decision: "deny",
-            source: "hook",
-            reason: "hook_failed",
-            rule_id: None,
-            args_digest: event
-                .tool_input()
-                .ok()
-                .and_then(|a| crate::fingerprint::digest(a).ok()),
-        }
-    }
+/// The outcome of a call mcppol could not decide (and so denied): as much
+/// of it as the event names.
+fn failed(config: &HookConfig, event: &Event) -> Outcome {
+    let reading = event.tool_name().ok().and_then(|n| {
+        ToolName::parse(n, &config.servers, &config.builtin_server)
+            .ok()
+            .map(|t| t.readings()[0].clone())
+    });
+    let server = reading
+        .as_ref()
+        .map(|r| r.server.as_str())
+        .unwrap_or_default();
+    Outcome::refused(
+        server.into(),
+        TargetKind::Tool,
+        reading.as_ref().map(|r| r.tool.as_str()),
+        By::Hook,
+        "hook_failed",
+    )
+    .with_digest(
+        event
+            .tool_input()
+            .ok()
+            .and_then(|a| crate::fingerprint::digest(a).ok()),
+    )
 }
 
-/// Appends the audit line of `record` to `path` (created when missing).
-fn append_audit(path: &Path, record: &Record) -> std::io::Result<()> {
-    let approval = match record.decision {
-        // Claude Code asks the person; the hook never learns the answer.
-        "ask" => "host",
-        _ => "none",
-    };
-    let line = AuditRecord {
-        server: &record.server,
-        kind: "tool",
-        name: record.name.as_deref(),
-        decision: record.decision,
-        source: record.source,
-        reason: record.reason,
-        rule_id: record.rule_id.as_deref(),
-        hook_id: None,
-        approval,
-        args_digest: record.args_digest.as_deref(),
-    };
-    let line = line.to_json();
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)?;
-    crate::audit::write_line(&mut file, &line)
+/// Appends the audit line of `outcome` to `path` (created when missing).
+fn append_audit(path: &Path, outcome: &Outcome) -> std::io::Result<()> {
+    AuditFile::open(path)?.append(&AuditRecord::of(outcome))
 }
 
 /// Runs `f`; its error or panic becomes the event's failure output.
@@ -435,7 +404,7 @@ fn rank(v: Verdict) -> u8 {
     }
 }
 
-fn pre_tool_use(config: &HookConfig, event: &Event) -> Result<(HookOutput, Record), String> {
+fn pre_tool_use(config: &HookConfig, event: &Event) -> Result<(HookOutput, Outcome), String> {
     let session = event.session_id()?;
     let cwd = event.cwd()?;
     let tool_name = event.tool_name()?;
@@ -463,14 +432,9 @@ fn pre_tool_use(config: &HookConfig, event: &Event) -> Result<(HookOutput, Recor
         if let Some(why) =
             protected_write(&protected, &config.policy, &r.tool, input, Some(cwd), home)
         {
-            let reason = format!(
-                "mcppol: deny {}/{} by the fixed rule `protected` (protected_policy): {why}; no policy rule can allow it",
-                r.server, r.tool
-            );
-            return Ok((
-                HookOutput::permission(Verdict::Deny, &reason),
-                Record::decided(&r.server, &r.tool, &Decision::protected(), input),
-            ));
+            let outcome = decided(&r.server, &r.tool, &Decision::protected(), input);
+            let reason = render::hook_protected(&outcome, &why);
+            return Ok((HookOutput::permission(outcome.verdict, &reason), outcome));
         }
     }
     let policy = load_policy(config)?;
@@ -510,38 +474,18 @@ fn pre_tool_use(config: &HookConfig, event: &Event) -> Result<(HookOutput, Recor
         return Err(format!("`{tool_name}` gave no request to decide"));
     };
 
-    let file = config.policy.display();
-    let by = match (&decision.rule_id, decision.rule_span) {
-        (Some(id), Some(span)) => {
-            let (line, column) = policy.source.line_col(span.start);
-            format!(
-                "rule `{id}` ({}) of policy `{}` at {file}:{line}:{column}",
-                decision.reason.as_str(),
-                policy.name
-            )
-        }
-        (Some(id), None) => format!(
-            "rule `{id}` ({}) of policy `{}` in {file}",
-            decision.reason.as_str(),
-            policy.name
-        ),
-        (None, _) if decision.source == Source::Default => format!(
-            "the default ({}) of policy `{}` in {file}",
-            decision.reason.as_str(),
-            policy.name
-        ),
-        (None, _) => format!(
-            "{} ({}) of policy `{}` in {file}",
-            decision.source.as_str(),
-            decision.reason.as_str(),
-            policy.name
-        ),
-    };
-    let mut reason = format!(
-        "mcppol: {} {}/{} by {by}",
-        decision.decision.as_str(),
-        reading.server,
-        reading.tool
+    let outcome = decided(&reading.server, &reading.tool, &decision, input);
+    let at = decision
+        .rule_id
+        .as_ref()
+        .and(decision.rule_span)
+        .map(|span| policy.source.line_col(span.start));
+    let mut reason = render::hook_decided(
+        &outcome,
+        &decision,
+        &policy.name,
+        &config.policy.display(),
+        at,
     );
     if readings.len() > 1 {
         reason.push_str(&format!(
@@ -559,8 +503,7 @@ fn pre_tool_use(config: &HookConfig, event: &Event) -> Result<(HookOutput, Recor
             "; the session's taint is unknown, so `tainted` fails closed: {why}"
         ));
     }
-    let record = Record::decided(&reading.server, &reading.tool, &decision, input);
-    Ok((HookOutput::permission(decision.decision, &reason), record))
+    Ok((HookOutput::permission(outcome.verdict, &reason), outcome))
 }
 
 /// Why a built-in tool's call writes a protected file, if it does: a

@@ -10,6 +10,7 @@ use clap::Args;
 use super::request_args::RequestArgs;
 use super::request_file::{host_key, parse_requests, ByHost, MAX_REQUEST_BYTES};
 use super::{exit, usage_error};
+use crate::enforce::render::decision_json;
 use crate::Policy;
 
 #[derive(Args, Debug)]
@@ -51,7 +52,7 @@ pub fn run(args: EvalArgs) -> u8 {
         Err(status) => return status,
     };
     let decision = owned.with_request(|request| policy.decide(request));
-    println!("{}", decision.to_json());
+    println!("{}", decision_json(&decision));
     exit::OK
 }
 
@@ -91,7 +92,7 @@ fn run_batch(flags: &RequestArgs, input: &str) -> u8 {
             }
         };
         let decision = r.request.with_request(|request| policy.decide(request));
-        out.push_str(&decision.to_json().to_string());
+        out.push_str(&decision_json(&decision).to_string());
         out.push('\n');
     }
     print!("{out}");

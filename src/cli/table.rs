@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use super::listing::read_listings;
 use super::request_args::read_lock;
 use super::{color, exit, usage_error, Format};
+use crate::enforce::render::{decision_cell, decision_json};
 use crate::eval::owned::RequestSpec;
 use crate::policy::{names::fold, Cond, Operand, Rule, Test};
 use crate::syntax::Effect;
@@ -137,14 +138,6 @@ fn depends_on(
     out.into_iter().collect()
 }
 
-fn cell(d: &Decision) -> String {
-    let by = match &d.rule_id {
-        Some(id) => id.to_string(),
-        None => format!("({})", d.source.as_str()),
-    };
-    format!("{:<5} {by}", d.decision.as_str())
-}
-
 pub fn run(args: TableArgs) -> u8 {
     let listed = match read_listings(&args.tools, args.server.as_deref()) {
         Ok(l) => l,
@@ -203,8 +196,8 @@ pub fn run(args: TableArgs) -> u8 {
                         "server": tool.server,
                         "tool": tool.name,
                         "approval": serde_json::to_value(approval).unwrap_or(Value::Null),
-                        "with_approver": w.to_json(),
-                        "without_approver": wo.to_json(),
+                        "with_approver": decision_json(w),
+                        "without_approver": decision_json(wo),
                         "depends_on": dep,
                     })
                 })
@@ -228,7 +221,7 @@ pub fn run(args: TableArgs) -> u8 {
             let w0 = names.iter().map(String::len).max().unwrap_or(4).max(4);
             let cells: Vec<(String, String)> = rows
                 .iter()
-                .map(|(_, _, w, wo, _)| (cell(w), cell(wo)))
+                .map(|(_, _, w, wo, _)| (decision_cell(w), decision_cell(wo)))
                 .collect();
             let w1 = cells.iter().map(|c| c.0.len()).max().unwrap_or(0).max(13);
             let w2 = cells.iter().map(|c| c.1.len()).max().unwrap_or(0).max(11);

@@ -28,13 +28,11 @@
 //!   withholds the result.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
 use regex::Regex;
 use serde_json::{json, Map, Value};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 use crate::pipeline::{After, Before, Hook, HookCtx, HookError, Matcher, ToolCall, ToolResult};
 
@@ -301,81 +299,53 @@ impl Command {
 }
 
 /// How a command ended.
-enum Outcome {
+enum Ended {
     /// Exit status 0 and what it printed (a JSON object, or nothing).
     Done(Option<Map<String, Value>>),
     /// Exit status 2 and its stderr.
     Blocked(String),
 }
 
-async fn read_limited(
-    stream: Option<impl AsyncRead + Unpin>,
-    what: &str,
-) -> Result<Vec<u8>, HookError> {
-    let mut out = Vec::new();
-    if let Some(s) = stream {
-        s.take(MAX_OUTPUT_BYTES as u64 + 1)
-            .read_to_end(&mut out)
-            .await
-            .map_err(|e| HookError(format!("cannot read the command's {what}: {e}")))?;
-    }
-    if out.len() > MAX_OUTPUT_BYTES {
-        return Err(HookError(format!(
-            "the command printed more than {MAX_OUTPUT_BYTES} bytes on {what}"
-        )));
-    }
-    Ok(out)
-}
-
-/// Runs the command with `event` on its stdin. The process is killed if
-/// the hook's deadline passes first (the future is dropped).
-async fn run(command: &Command, event: &Value) -> Result<Outcome, HookError> {
-    let mut child = tokio::process::Command::new("sh")
-        .arg("-c")
-        .arg(&command.command)
-        .current_dir(&command.options.cwd)
-        .env("CLAUDE_PROJECT_DIR", &command.options.cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| HookError(format!("cannot start `sh`: {e}")))?;
-    let input = event.to_string().into_bytes();
-    let stdin = child.stdin.take();
-    let write = async move {
-        if let Some(mut stdin) = stdin {
-            // A command that does not read its input may close it early.
-            let _ = stdin.write_all(&input).await;
-            let _ = stdin.shutdown().await;
-        }
-    };
-    let stdout = child.stdout.take();
-    let stderr = child.stderr.take();
-    let ((), out, err, status) = tokio::join!(
-        write,
-        read_limited(stdout, "stdout"),
-        read_limited(stderr, "stderr"),
-        child.wait()
-    );
-    let status = status.map_err(|e| HookError(format!("cannot wait for the command: {e}")))?;
-    let (out, err) = (out?, err?);
-    match status.code() {
+/// Runs the command with `event` on its stdin (the one runner,
+/// `crate::enforce::command`); the process group is killed if the hook's
+/// deadline passes first (the future is dropped).
+async fn run(command: &Command, event: &Value) -> Result<Ended, HookError> {
+    use crate::enforce::command::{self, RunError, ShCommand};
+    let ran = command::run(ShCommand {
+        text: &command.command,
+        cwd: Some(&command.options.cwd),
+        env: &[("CLAUDE_PROJECT_DIR", command.options.cwd.as_os_str())],
+        input: event.to_string().into_bytes(),
+        max_stdout: MAX_OUTPUT_BYTES,
+        max_stderr: MAX_OUTPUT_BYTES,
+    })
+    .await
+    .map_err(|e| {
+        HookError(match e {
+            RunError::Spawn(e) => format!("cannot start `sh`: {e}"),
+            RunError::Read(what, e) => format!("cannot read the command's {what}: {e}"),
+            RunError::TooLong(what, max) => {
+                format!("the command printed more than {max} bytes on {what}")
+            }
+            RunError::Wait(e) => format!("cannot wait for the command: {e}"),
+        })
+    })?;
+    match ran.status.code() {
         Some(0) => {
-            let text = String::from_utf8(out)
+            let text = String::from_utf8(ran.stdout)
                 .map_err(|_| HookError("the command's output is not UTF-8".into()))?;
             if text.trim().is_empty() {
-                return Ok(Outcome::Done(None));
+                return Ok(Ended::Done(None));
             }
             match serde_json::from_str::<Value>(text.trim()) {
-                Ok(Value::Object(map)) => Ok(Outcome::Done(Some(map))),
+                Ok(Value::Object(map)) => Ok(Ended::Done(Some(map))),
                 _ => Err(HookError(
                     "the command's output is neither empty nor a JSON object".into(),
                 )),
             }
         }
-        Some(2) => Ok(Outcome::Blocked(
-            String::from_utf8_lossy(&err).trim().to_string(),
+        Some(2) => Ok(Ended::Blocked(
+            String::from_utf8_lossy(&ran.stderr).trim().to_string(),
         )),
         Some(code) => Err(HookError(format!("the command exited with status {code}"))),
         None => Err(HookError("the command was killed by a signal".into())),
@@ -436,9 +406,9 @@ async fn before(command: &Command, call: ToolCall) -> Result<Before, HookError> 
     }
     let event = command.event(&call, &tool_name, None);
     let map = match run(command, &event).await? {
-        Outcome::Blocked(reason) => return Ok(Before::Deny(reason_or(reason, command))),
-        Outcome::Done(None) => return Ok(Before::Continue),
-        Outcome::Done(Some(map)) => map,
+        Ended::Blocked(reason) => return Ok(Before::Deny(reason_or(reason, command))),
+        Ended::Done(None) => return Ok(Before::Continue),
+        Ended::Done(Some(map)) => map,
     };
     if let Some(reason) = stopped(&map)? {
         return Ok(Before::Deny(reason));
@@ -491,13 +461,13 @@ async fn after(command: &Command, call: ToolCall, result: ToolResult) -> Result<
     }
     let event = command.event(&call, &tool_name, Some(result.to_value()));
     let map = match run(command, &event).await? {
-        Outcome::Blocked(reason) => {
+        Ended::Blocked(reason) => {
             return Ok(After::Replace(ToolResult::error_text(reason_or(
                 reason, command,
             ))))
         }
-        Outcome::Done(None) => return Ok(After::Continue),
-        Outcome::Done(Some(map)) => map,
+        Ended::Done(None) => return Ok(After::Continue),
+        Ended::Done(Some(map)) => map,
     };
     if let Some(reason) = stopped(&map)? {
         return Ok(After::Replace(ToolResult::error_text(reason)));

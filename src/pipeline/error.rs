@@ -1,9 +1,16 @@
 //! The pipeline's typed errors: a kind, and a reason a program can match on.
 
+#[cfg(feature = "cli")]
+use std::borrow::Cow;
 use std::fmt;
 
+use crate::enforce::Outcome;
+#[cfg(feature = "cli")]
+use crate::enforce::{By, Settled};
 use crate::mcp::McpError;
 use crate::Decision;
+#[cfg(feature = "cli")]
+use crate::TargetKind;
 
 /// What went wrong, broadly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -189,6 +196,10 @@ pub struct CallError {
     pub detail: Option<String>,
     /// The server's JSON-RPC error, for `server_error`.
     pub rpc: Option<Box<crate::mcp::RpcError>>,
+    /// The request's outcome, when the pipeline refused it (its audit line
+    /// is a mapping of the same outcome); `None` for a failure after the
+    /// request was allowed (the send, the digest check, an around hook).
+    pub outcome: Option<Box<Outcome>>,
 }
 
 impl CallError {
@@ -202,6 +213,7 @@ impl CallError {
             decision: None,
             detail: None,
             rpc: None,
+            outcome: None,
         }
     }
 
@@ -227,6 +239,44 @@ impl CallError {
     pub fn with_decision(mut self, d: Decision) -> Self {
         self.decision = Some(Box::new(d));
         self
+    }
+
+    /// With the request's outcome.
+    pub fn with_outcome(mut self, outcome: Outcome) -> Self {
+        self.outcome = Some(Box::new(outcome));
+        self
+    }
+
+    /// The outcome a front door answers with: the request's own, or, for a
+    /// failure after the request was allowed, one made of this error (the
+    /// verdict `deny` for a refusal, else the policy's) for the target
+    /// `server`, `kind`, `name`.
+    pub(crate) fn answered(
+        &self,
+        server: &str,
+        kind: TargetKind,
+        name: Option<&str>,
+    ) -> Cow<'_, Outcome> {
+        if let Some(o) = &self.outcome {
+            return Cow::Borrowed(o);
+        }
+        let by = if self.hook_id.is_some() || self.kind == ErrorKind::Hook {
+            By::Hook
+        } else {
+            By::Stage(crate::Source::Request)
+        };
+        let mut o = Outcome::refused(server.into(), kind, name, by, self.reason.as_str())
+            .with_hook(self.hook_id.as_deref());
+        if let Some(d) = &self.decision {
+            if self.kind != ErrorKind::Denied {
+                o.verdict = d.decision;
+            }
+            o.decision = Some((**d).clone());
+        }
+        if self.is_halt() {
+            o.settled = Settled::Halted;
+        }
+        Cow::Owned(o)
     }
 
     /// A policy denial.
@@ -269,22 +319,7 @@ impl From<McpError> for CallError {
 
 impl fmt::Display for CallError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.kind.as_str(), self.reason.as_str())?;
-        match self.reason {
-            ErrorReason::HookFailed(h) => write!(f, " ({})", h.as_str())?,
-            ErrorReason::AskFailed(a) => write!(f, " ({})", a.as_str())?,
-            _ => {}
-        }
-        if let Some(id) = &self.hook_id {
-            write!(f, " [hook {id}]")?;
-        }
-        if let Some(rule) = self.decision.as_ref().and_then(|d| d.rule_id.as_deref()) {
-            write!(f, " [rule {rule}]")?;
-        }
-        if let Some(d) = &self.detail {
-            write!(f, ": {d}")?;
-        }
-        Ok(())
+        crate::enforce::render::call_error(self, f)
     }
 }
 

@@ -24,7 +24,11 @@ pub(crate) mod schema;
 pub(crate) mod shape;
 pub(crate) mod types;
 
-mod run;
+mod call;
+mod catalog;
+mod reads;
+mod record;
+mod send;
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
@@ -95,7 +99,8 @@ pub struct DecisionRecord<'a> {
     pub name: Option<&'a str>,
     /// The policy's decision (for an ask, before it was settled).
     pub decision: &'a crate::Decision,
-    /// `none`, `grant`, `once`, `always`, `denied`, `halted` or `failed`.
+    /// `none`, `grant`, `once`, `always`, `denied`, `halted` or `failed`
+    /// ([`Settled::as_str`]).
     pub approval: &'static str,
     /// `sha256:` of the canonical arguments (tools and prompts with arguments).
     pub args_digest: Option<&'a str>,
@@ -104,33 +109,7 @@ pub struct DecisionRecord<'a> {
 /// Called with every decision record (see [`PipelineBuilder::observer`]).
 pub type DecisionObserver = Arc<dyn Fn(&DecisionRecord<'_>) + Send + Sync>;
 
-pub use crate::audit::AuditRecord;
-
-impl<'a> AuditRecord<'a> {
-    /// The line of a policy decision, an ask as it was settled.
-    pub fn decided(r: &DecisionRecord<'a>) -> Self {
-        let d = r.decision;
-        let (decision, reason) = match (d.decision, r.approval) {
-            (crate::Verdict::Ask, "once" | "always" | "grant") => ("allow", d.reason.as_str()),
-            (crate::Verdict::Ask, "denied") => ("deny", "ask_denied"),
-            (crate::Verdict::Ask, "halted") => ("deny", "ask_halt"),
-            (crate::Verdict::Ask, _) => ("deny", "ask_failed"),
-            (v, _) => (v.as_str(), d.reason.as_str()),
-        };
-        AuditRecord {
-            server: r.server,
-            kind: r.kind,
-            name: r.name,
-            decision,
-            source: d.source.as_str(),
-            reason,
-            rule_id: d.rule_id.as_deref(),
-            hook_id: None,
-            approval: r.approval,
-            args_digest: r.args_digest,
-        }
-    }
-}
+pub use crate::enforce::{AuditRecord, By, Outcome, Settled};
 
 /// Writes one audit line (see [`PipelineBuilder::audit`]); an error
 /// refuses the request (`audit_failed`).
@@ -238,7 +217,8 @@ impl PipelineBuilder {
     }
 
     /// An audit trail: called with exactly one [`AuditRecord`] per governed
-    /// request, before anything is sent for it, whatever decided it. When
+    /// request (the mapping of its [`Outcome`]), before anything is sent
+    /// for it, whatever decided it. When
     /// it fails (the line could not be written), the request is refused
     /// (`denied`, `audit_failed`) and nothing is sent.
     pub fn audit(mut self, sink: AuditSink) -> Self {

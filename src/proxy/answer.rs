@@ -11,11 +11,13 @@
 //! - anything else (the server is gone, no answer in time, a malformed
 //!   answer): a JSON-RPC internal error.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
+use crate::enforce::render;
 use crate::mcp::jsonrpc::codes;
 use crate::mcp::RpcError;
 use crate::pipeline::{CallError, ErrorKind, ErrorReason, ToolResult};
+use crate::TargetKind;
 
 /// mcppol's code for a resource read or prompt get it refused.
 pub(crate) const DENIED: i64 = -32001;
@@ -23,58 +25,13 @@ pub(crate) const DENIED: i64 = -32001;
 /// The answer to a `tools/call` for a tool the host may not see or the
 /// server never listed.
 pub(crate) fn unknown_tool(name: &str) -> RpcError {
-    RpcError::new(codes::INVALID_PARAMS, format!("Unknown tool: {name}"))
+    RpcError::new(codes::INVALID_PARAMS, render::unknown_tool(name))
 }
 
-/// The text a model reads for a call that did not go through.
-pub(crate) fn refusal_text(e: &CallError) -> String {
-    let mut text = String::from("mcppol refused this call: ");
-    match &e.decision {
-        Some(d) => text.push_str(&format!(
-            "decision {}, reason {}, rule {}",
-            // The policy's verdict was ask when a person or approver said no.
-            if e.kind == ErrorKind::Denied {
-                "deny"
-            } else {
-                d.decision.as_str()
-            },
-            e.reason.as_str(),
-            d.rule_id.as_deref().unwrap_or("none"),
-        )),
-        None => text.push_str(&format!("decision deny, reason {}", e.reason.as_str())),
-    }
-    if let Some(d) = e.decision.as_ref() {
-        if e.reason.as_str() != d.reason.as_str() {
-            text.push_str(&format!(" (policy reason {})", d.reason.as_str()));
-        }
-        if let Some(p) = &d.policy {
-            text.push_str(&format!(", policy {p}"));
-        }
-    }
-    if let Some(hook) = &e.hook_id {
-        text.push_str(&format!(", hook {hook}"));
-    }
-    text.push('.');
-    let said = matches!(
-        e.reason,
-        ErrorReason::HookDenied
-            | ErrorReason::AskDenied
-            | ErrorReason::AskHalt
-            | ErrorReason::InvalidArguments
-    );
-    if let (true, Some(detail)) = (said, &e.detail) {
-        text.push_str(&format!(" {detail}"));
-    }
-    if e.is_halt() {
-        text.push_str(" Stop: the person asked to halt.");
-    } else {
-        text.push_str(" Do not retry the same call; a person can change the policy.");
-    }
-    text
-}
-
-/// The answer to a `tools/call` through the pipeline.
+/// The answer to a `tools/call` to `server` through the pipeline: a
+/// refusal is its outcome in the renderer's words.
 pub(crate) fn call_answer(
+    server: &str,
     name: &str,
     out: Result<ToolResult, CallError>,
 ) -> Result<Value, RpcError> {
@@ -88,28 +45,38 @@ pub(crate) fn call_answer(
                 ErrorReason::InvalidArguments
                 | ErrorReason::UnsafeSchema
                 | ErrorReason::InvalidStructuredContent,
-            ) => Ok(ToolResult::error_text(refusal_text(&e)).to_value()),
+            ) => {
+                let outcome = e.answered(server, TargetKind::Tool, Some(name));
+                let text = render::refusal_text(&outcome, e.detail.as_deref());
+                Ok(ToolResult::error_text(text).to_value())
+            }
             _ => Err(other_error(e)),
         },
     }
 }
 
-/// The answer to a `resources/read` or `prompts/get` through the pipeline.
-pub(crate) fn read_answer(what: &str, out: Result<Value, CallError>) -> Result<Value, RpcError> {
+/// The answer to a `resources/read` or `prompts/get` (`kind`, of `name`)
+/// to `server` through the pipeline: a refusal is its outcome in the
+/// renderer's words.
+pub(crate) fn read_answer(
+    server: &str,
+    kind: TargetKind,
+    name: &str,
+    out: Result<Value, CallError>,
+) -> Result<Value, RpcError> {
     match out {
         Ok(v) => Ok(v),
         Err(e) if matches!(e.kind, ErrorKind::Denied | ErrorKind::Hook) => {
-            let d = e.decision.as_ref();
+            let what = match kind {
+                TargetKind::Resource => "resource read",
+                _ => "prompt get",
+            };
+            let outcome = e.answered(server, kind, Some(name));
+            let (message, data) = render::read_refusal(what, &outcome);
             Err(RpcError {
                 code: DENIED,
-                message: format!("mcppol refused this {what}: reason {}", e.reason.as_str()),
-                data: Some(json!({
-                    "decision": "deny",
-                    "reason": e.reason.as_str(),
-                    "rule_id": d.and_then(|d| d.rule_id.as_deref()),
-                    "policy": d.and_then(|d| d.policy.as_deref()),
-                    "hook_id": e.hook_id,
-                })),
+                message,
+                data: Some(data),
             })
         }
         Err(e) => Err(other_error(e)),
@@ -139,15 +106,15 @@ mod tests {
         let set =
             PolicySet::from_text("p.mcppol", "policy p {\n  deny no_rm: \"fs/rm\"\n}").unwrap();
         let d = set.get("p").unwrap().decide(&Request::tool("fs", "rm"));
-        let out = call_answer("rm", Err(CallError::denied(d))).unwrap();
+        let out = call_answer("fs", "rm", Err(CallError::denied(d))).unwrap();
         assert_eq!(out["isError"], true);
         let text = out["content"][0]["text"].as_str().unwrap();
         assert!(
             text.contains("decision deny, reason deny_rule, rule no_rm"),
             "{text}"
         );
-        let hidden = call_answer("secret", Err(CallError::not_found())).unwrap_err();
-        let unknown = call_answer("nothing", Err(CallError::not_found())).unwrap_err();
+        let hidden = call_answer("fs", "secret", Err(CallError::not_found())).unwrap_err();
+        let unknown = call_answer("fs", "nothing", Err(CallError::not_found())).unwrap_err();
         assert_eq!((hidden.code, unknown.code), (-32602, -32602));
         assert_eq!(
             hidden.message.replace("secret", "X"),
@@ -159,9 +126,9 @@ mod tests {
     fn server_errors_pass_on_and_the_rest_is_internal() {
         let rpc = RpcError::new(-32000, "boom");
         let e = CallError::from(crate::mcp::McpError::Rpc(rpc.clone()));
-        assert_eq!(call_answer("t", Err(e)), Err(rpc));
+        assert_eq!(call_answer("fs", "t", Err(e)), Err(rpc));
         let e = CallError::from(crate::mcp::McpError::Transport("gone".into()));
-        let out = call_answer("t", Err(e)).unwrap_err();
+        let out = call_answer("fs", "t", Err(e)).unwrap_err();
         assert_eq!(out.code, codes::INTERNAL_ERROR);
         assert!(out.message.contains("connection_failed"));
     }

@@ -8,20 +8,18 @@
 //! task), and the ask ends in `ask_failed`. So it does, at once, when the
 //! host goes away (closes its input): nobody is left for the call's result.
 
-use std::process::Stdio;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::process::Command;
 
 use super::peer::{Peer, PeerError};
-use crate::escape::{escape, json_text, show_arguments};
+use crate::escape::json_text;
 use crate::mcp::BoxFuture;
 use crate::pipeline::{Approval, ApprovalRequest, Approver};
 
-/// The most an approver command may print; its first line is its answer.
-const MAX_ANSWER_BYTES: u64 = 64 * 1024;
+/// The most an approver command may print on stdout; its first line is
+/// its answer.
+const MAX_ANSWER_BYTES: usize = 64 * 1024;
 
 /// How the proxy asks.
 pub(crate) enum ProxyApprover {
@@ -75,56 +73,44 @@ pub(crate) fn parse_answer(word: &str, who: &str) -> Result<Approval, String> {
     }
 }
 
+/// The most an approver command may print on stderr (read and dropped:
+/// it may quote the arguments).
+const MAX_STDERR_BYTES: usize = 64 * 1024;
+
 async fn run_command(command: String, request: ApprovalRequest) -> Result<Approval, String> {
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(&command)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| format!("cannot start the approver: {e}"))?;
+    use crate::enforce::command::{self, RunError, ShCommand};
     // One line, every hidden character written as a `\u` escape: the same
     // value for a JSON reader, nothing drawn out of order where it is shown.
     let mut input = json_text(&request_json(&request)).into_bytes();
     input.push(b'\n');
-    if let Some(mut stdin) = child.stdin.take() {
-        // An approver that does not read its input is its own business.
-        let _ = stdin.write_all(&input).await;
+    let ran = command::run(ShCommand {
+        text: &command,
+        cwd: None,
+        env: &[],
+        input,
+        max_stdout: MAX_ANSWER_BYTES,
+        max_stderr: MAX_STDERR_BYTES,
+    })
+    .await
+    .map_err(|e| match e {
+        RunError::Spawn(e) => format!("cannot start the approver: {e}"),
+        RunError::Read(_, e) => format!("reading the approver failed: {e}"),
+        RunError::TooLong(what, max) => {
+            format!("the approver printed more than {max} bytes on {what}")
+        }
+        RunError::Wait(e) => format!("waiting for the approver failed: {e}"),
+    })?;
+    if !ran.status.success() {
+        return Err(format!("the approver ended with {}", ran.status));
     }
-    let mut out = Vec::new();
-    if let Some(stdout) = child.stdout.take() {
-        stdout
-            .take(MAX_ANSWER_BYTES)
-            .read_to_end(&mut out)
-            .await
-            .map_err(|e| format!("reading the approver failed: {e}"))?;
-    }
-    let status = child
-        .wait()
-        .await
-        .map_err(|e| format!("waiting for the approver failed: {e}"))?;
-    if !status.success() {
-        return Err(format!("the approver ended with {status}"));
-    }
-    let text = String::from_utf8_lossy(&out);
+    let text = String::from_utf8_lossy(&ran.stdout);
     parse_answer(text.lines().next().unwrap_or(""), "The approver")
 }
 
 /// The message a person reads in the host's elicitation dialog (and an
-/// approver command gets as `message`): every name escaped, every value of
-/// the arguments listed and cut on its own, with the cuts said
-/// (`crate::escape::show_arguments`).
+/// approver command gets as `message`): the one renderer's words.
 pub(crate) fn message(r: &ApprovalRequest) -> String {
-    format!(
-        "mcppol asks before server `{}` runs tool `{}` (rule {}, reason {}).\n{}",
-        escape(&r.server),
-        escape(&r.tool),
-        escape(r.decision.rule_id.as_deref().unwrap_or("none")),
-        r.decision.reason.as_str(),
-        show_arguments(&r.arguments)
-    )
+    crate::enforce::render::ask_message(&r.server, &r.tool, &r.decision, &r.arguments)
 }
 
 async fn elicit(host: Arc<Peer>, request: ApprovalRequest) -> Result<Approval, String> {

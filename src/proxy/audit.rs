@@ -3,52 +3,33 @@
 //! `decision`, `source`, `reason`, `rule_id`, `args_digest`, `approval`
 //! and `hook_id`. Never the arguments, never a result.
 //!
-//! The pipeline gives every governed request exactly one record
-//! (`AuditRecord`), whatever refused it, before anything is sent for it;
-//! a line that cannot be written refuses the request (`audit_failed`).
-//! [`Audit::write_record`] is the writer any enforcement point reuses.
+//! Each line is the mapping of a request's one outcome (the pipeline's,
+//! or the proxy's for a request the pipeline never saw), written by the
+//! writer every enforcement point shares (`crate::enforce::audit`); a
+//! line that cannot be written refuses the request (`audit_failed`).
 
-use std::fs::{File, OpenOptions};
 use std::path::Path;
-use std::sync::Mutex;
 
-use serde_json::Value;
-
+use crate::enforce::audit::AuditFile;
 use crate::pipeline::AuditRecord;
 
 /// An open audit file.
 pub(crate) struct Audit {
-    file: Mutex<File>,
-}
-
-/// The JSON line of one record, stamped with the time now: the keys every
-/// enforcement point writes (crate::audit).
-pub(crate) fn line(r: &AuditRecord<'_>) -> Value {
-    r.to_json()
+    file: AuditFile,
 }
 
 impl Audit {
     /// Opens (creates) the file for appending.
     pub(crate) fn open(path: &Path) -> std::io::Result<Audit> {
-        let file = OpenOptions::new().create(true).append(true).open(path)?;
         Ok(Audit {
-            file: Mutex::new(file),
+            file: AuditFile::open(path)?,
         })
     }
 
     /// Appends and flushes the line of one record; an error when it could
     /// not be written whole (the request it records is then refused).
     pub(crate) fn write_record(&self, r: &AuditRecord<'_>) -> Result<(), String> {
-        self.write(&line(r))
-    }
-
-    fn write(&self, line: &Value) -> Result<(), String> {
-        let mut file = self
-            .file
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        // The writer `claude-hook --audit` uses too (crate::audit).
-        crate::audit::write_line(&mut *file, line).map_err(|e| {
+        self.file.append(r).map_err(|e| {
             tracing::error!(target: "mcppol::proxy", error = %e, "writing the audit file failed");
             format!("writing the audit file failed: {e}")
         })
@@ -58,8 +39,9 @@ impl Audit {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pipeline::DecisionRecord;
-    use crate::{PolicySet, Request};
+    use crate::pipeline::{By, Outcome, Settled};
+    use crate::{PolicySet, Request, Source, TargetKind};
+    use serde_json::Value;
 
     #[test]
     fn one_line_per_record_without_arguments() {
@@ -68,22 +50,18 @@ mod tests {
         let audit = Audit::open(&path).unwrap();
         let set = PolicySet::from_text("p.mcppol", "policy p {\n  ask a: \"fs/w\"\n}").unwrap();
         let d = set.get("p").unwrap().decide(&Request::tool("fs", "w"));
-        audit
-            .write_record(&AuditRecord::decided(&DecisionRecord {
-                server: "fs",
-                kind: "tool",
-                name: Some("w"),
-                decision: &d,
-                approval: "denied",
-                args_digest: Some("sha256:00"),
-            }))
-            .unwrap();
-        audit
-            .write_record(
-                &AuditRecord::refused("fs", "tool", Some("secret"), "visibility", "hidden")
-                    .with_digest(Some("sha256:11")),
-            )
-            .unwrap();
+        let asked = Outcome::decided("fs".into(), TargetKind::Tool, Some("w"), d, Settled::Denied)
+            .with_digest(Some("sha256:00".into()));
+        audit.write_record(&AuditRecord::of(&asked)).unwrap();
+        let hidden = Outcome::refused(
+            "fs".into(),
+            TargetKind::Tool,
+            Some("secret"),
+            By::Stage(Source::Visibility),
+            "hidden",
+        )
+        .with_digest(Some("sha256:11".into()));
+        audit.write_record(&AuditRecord::of(&hidden)).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         let lines: Vec<Value> = text
             .lines()
@@ -124,7 +102,13 @@ mod tests {
     #[test]
     fn a_line_that_cannot_be_written_is_an_error() {
         let audit = Audit::open(Path::new("/dev/full")).unwrap();
-        let r = AuditRecord::refused("fs", "tool", Some("x"), "request", "unknown_tool");
-        assert!(audit.write_record(&r).is_err());
+        let unknown = Outcome::refused(
+            "fs".into(),
+            TargetKind::Tool,
+            Some("x"),
+            By::Stage(Source::Request),
+            "unknown_tool",
+        );
+        assert!(audit.write_record(&AuditRecord::of(&unknown)).is_err());
     }
 }

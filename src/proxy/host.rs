@@ -17,7 +17,8 @@ use crate::mcp::framing::{FrameError, LineReader};
 use crate::mcp::jsonrpc::{codes, Id, Message, Notification, Request, Response};
 use crate::mcp::{McpError, RpcError};
 use crate::pipeline::shape::shape_relayed;
-use crate::pipeline::{AuditRecord, CallError, CallOptions, Pipeline, ToolResult};
+use crate::pipeline::{AuditRecord, By, CallError, CallOptions, Outcome, Pipeline, ToolResult};
+use crate::{Source, TargetKind};
 
 /// Reads the host until it closes its input.
 pub(crate) async fn read<R: AsyncRead + Unpin>(shared: Arc<Shared>, input: R) {
@@ -294,7 +295,7 @@ async fn serve(shared: &Arc<Shared>, request: Request) -> Result<Value, RpcError
         }
         "tools/call" => {
             let name = params.get("name").and_then(Value::as_str);
-            let refused = |reason| refused_request(shared, "tool", name, reason);
+            let refused = |reason| refused_request(shared, TargetKind::Tool, name, reason);
             let p = pipeline(shared).inspect_err(|_| refused("not_initialized"))?;
             let name = str_param(params, "name", "tools/call")
                 .inspect_err(|_| refused("invalid_params"))?;
@@ -323,7 +324,7 @@ async fn serve(shared: &Arc<Shared>, request: Request) -> Result<Value, RpcError
                     Some(raw) if same_result(&result, &raw) => raw,
                     _ => result.to_value(),
                 },
-                Err(e) => call_answer(name, Err(e))?,
+                Err(e) => call_answer(&shared.server_id, name, Err(e))?,
             };
             if let Some(cap) = shared.shape {
                 let done = shape_relayed(&mut answer, cap, || p.output_schema(name));
@@ -343,24 +344,28 @@ async fn serve(shared: &Arc<Shared>, request: Request) -> Result<Value, RpcError
         }
         "resources/read" => {
             let uri = params.get("uri").and_then(Value::as_str);
-            let refused = |reason| refused_request(shared, "resource", uri, reason);
+            let refused = |reason| refused_request(shared, TargetKind::Resource, uri, reason);
             let p = pipeline(shared).inspect_err(|_| refused("not_initialized"))?;
             let uri = str_param(params, "uri", "resources/read")
                 .inspect_err(|_| refused("invalid_params"))?;
             read_answer(
-                "resource read",
+                &shared.server_id,
+                TargetKind::Resource,
+                uri,
                 p.read_resource(uri, &options(params, &["uri"])).await,
             )
         }
         "prompts/get" => {
             let name = params.get("name").and_then(Value::as_str);
-            let refused = |reason| refused_request(shared, "prompt", name, reason);
+            let refused = |reason| refused_request(shared, TargetKind::Prompt, name, reason);
             let p = pipeline(shared).inspect_err(|_| refused("not_initialized"))?;
             let name = str_param(params, "name", "prompts/get")
                 .inspect_err(|_| refused("invalid_params"))?;
             let args = params.get("arguments").cloned();
             read_answer(
-                "prompt get",
+                &shared.server_id,
+                TargetKind::Prompt,
+                name,
                 p.get_prompt(name, args, &options(params, &["name", "arguments"]))
                     .await,
             )
@@ -388,12 +393,19 @@ fn same_result(result: &ToolResult, raw: &Value) -> bool {
 }
 
 /// The audit line of a governed request refused before the pipeline saw
-/// it (no session yet, a parameter missing or of the wrong type). The
-/// request is refused whether or not the line is written.
-fn refused_request(shared: &Shared, kind: &str, name: Option<&str>, reason: &'static str) {
+/// it (no session yet, a parameter missing or of the wrong type): the
+/// mapping of its outcome, refused by the request itself. The request is
+/// refused whether or not the line is written.
+fn refused_request(shared: &Shared, kind: TargetKind, name: Option<&str>, reason: &'static str) {
     if let Some(audit) = &shared.audit {
-        let record = AuditRecord::refused(&shared.server_id, kind, name, "request", reason);
-        let _ = audit.write_record(&record);
+        let outcome = Outcome::refused(
+            shared.server_id.as_str().into(),
+            kind,
+            name,
+            By::Stage(Source::Request),
+            reason,
+        );
+        let _ = audit.write_record(&AuditRecord::of(&outcome));
     }
 }
 
@@ -401,9 +413,9 @@ fn refused_request(shared: &Shared, kind: &str, name: Option<&str>, reason: &'st
 /// served (its id in use, too many in flight, sent without an id).
 fn refused_unserved(shared: &Shared, method: &str, params: Option<&Value>, reason: &'static str) {
     let (kind, key) = match method {
-        "tools/call" => ("tool", "name"),
-        "resources/read" => ("resource", "uri"),
-        "prompts/get" => ("prompt", "name"),
+        "tools/call" => (TargetKind::Tool, "name"),
+        "resources/read" => (TargetKind::Resource, "uri"),
+        "prompts/get" => (TargetKind::Prompt, "name"),
         _ => return,
     };
     let name = params.and_then(|p| p.get(key)).and_then(Value::as_str);

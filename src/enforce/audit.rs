@@ -7,18 +7,27 @@
 // The line and its writer serve the command line's `--audit` (the proxy,
 // the hook); a host of the pipeline alone gets the record, not a file.
 #[cfg(feature = "cli")]
+use std::fs::{File, OpenOptions};
+#[cfg(feature = "cli")]
 use std::io::Write;
+#[cfg(feature = "cli")]
+use std::path::Path;
+#[cfg(feature = "cli")]
+use std::sync::Mutex;
 #[cfg(feature = "cli")]
 use std::time::SystemTime;
 
 #[cfg(feature = "cli")]
 use serde_json::{json, Value};
 
+use super::Outcome;
+
 /// One governed request's line in an audit trail (see
-/// [`PipelineBuilder::audit`](crate::pipeline::PipelineBuilder::audit)): exactly one per request, whatever decided
+/// `PipelineBuilder::audit`): exactly one per request, whatever decided
 /// it, the policy or a step before it (an unknown or hidden tool, a hook
 /// that denied, failed or halted, arguments over the bounds or against the
-/// schema). Never the arguments, never a result.
+/// schema). A mapping of the request's [`Outcome`] ([`AuditRecord::of`]).
+/// Never the arguments, never a result.
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
 pub struct AuditRecord<'a> {
@@ -43,46 +52,28 @@ pub struct AuditRecord<'a> {
     pub rule_id: Option<&'a str>,
     /// The hook that denied, failed or halted.
     pub hook_id: Option<&'a str>,
-    /// `none`, `grant`, `once`, `always`, `denied`, `halted` or `failed`.
+    /// `none`, `grant`, `once`, `always`, `denied`, `halted`, `failed`
+    /// (or `host`, where the host asks itself).
     pub approval: &'static str,
     /// `sha256:` of the canonical arguments (tools and prompts with arguments).
     pub args_digest: Option<&'a str>,
 }
 
 impl<'a> AuditRecord<'a> {
-    /// The line of a request refused before a policy decision, `source`
-    /// and `reason` saying by what.
-    pub fn refused(
-        server: &'a str,
-        kind: &'a str,
-        name: Option<&'a str>,
-        source: &'static str,
-        reason: &'static str,
-    ) -> Self {
+    /// The line of one governed request's outcome.
+    pub fn of(outcome: &'a Outcome) -> Self {
         AuditRecord {
-            server,
-            kind,
-            name,
-            decision: "deny",
-            source,
-            reason,
-            rule_id: None,
-            hook_id: None,
-            approval: "none",
-            args_digest: None,
+            server: &outcome.server,
+            kind: outcome.kind.as_str(),
+            name: outcome.name.as_deref(),
+            decision: outcome.verdict.as_str(),
+            source: outcome.by.as_str(),
+            reason: outcome.reason,
+            rule_id: outcome.rule_id(),
+            hook_id: outcome.hook_id.as_deref(),
+            approval: outcome.settled.as_str(),
+            args_digest: outcome.args_digest.as_deref(),
         }
-    }
-
-    /// With the hook that refused.
-    pub fn with_hook(mut self, hook_id: Option<&'a str>) -> Self {
-        self.hook_id = hook_id;
-        self
-    }
-
-    /// With the arguments' digest.
-    pub fn with_digest(mut self, digest: Option<&'a str>) -> Self {
-        self.args_digest = digest;
-        self
     }
 
     /// The JSON object, stamped with the time now (the proxy's and the
@@ -105,10 +96,40 @@ impl<'a> AuditRecord<'a> {
     }
 }
 
+/// An audit file (`--audit` of the proxy and the Claude hook), open for
+/// appending: each record one whole line, flushed.
+#[cfg(feature = "cli")]
+pub(crate) struct AuditFile {
+    file: Mutex<File>,
+}
+
+#[cfg(feature = "cli")]
+impl AuditFile {
+    /// Opens (creates) the file for appending.
+    pub(crate) fn open(path: &Path) -> std::io::Result<AuditFile> {
+        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        Ok(AuditFile {
+            file: Mutex::new(file),
+        })
+    }
+
+    /// Appends the line of `record`, stamped with the time now; an error
+    /// when it could not be written whole (the request it records is then
+    /// refused).
+    pub(crate) fn append(&self, record: &AuditRecord<'_>) -> std::io::Result<()> {
+        let line = record.to_json();
+        let mut file = self
+            .file
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        write_line(&mut *file, &line)
+    }
+}
+
 /// Writes `line` and a line feed in one write, then flushes: an error
 /// means the line may not be in the file, and the caller refuses the call.
 #[cfg(feature = "cli")]
-pub(crate) fn write_line(out: &mut impl Write, line: &Value) -> std::io::Result<()> {
+fn write_line(out: &mut impl Write, line: &Value) -> std::io::Result<()> {
     let mut bytes = serde_json::to_vec(line).map_err(std::io::Error::other)?;
     bytes.push(b'\n');
     out.write_all(&bytes)?;
@@ -117,7 +138,7 @@ pub(crate) fn write_line(out: &mut impl Write, line: &Value) -> std::io::Result<
 
 /// The time now, RFC 3339 with milliseconds, UTC.
 #[cfg(feature = "cli")]
-pub(crate) fn now() -> String {
+fn now() -> String {
     humantime::format_rfc3339_millis(SystemTime::now()).to_string()
 }
 
@@ -127,15 +148,19 @@ mod tests {
 
     #[test]
     fn a_line_has_the_keys_in_order() {
-        let line = AuditRecord::refused(
-            "claude",
-            "tool",
+        let outcome = Outcome::decided(
+            "claude".into(),
+            crate::TargetKind::Tool,
             Some("Write"),
-            "protected",
-            "protected_policy",
+            crate::Decision::protected(),
+            super::super::Settled::NotAsked,
         )
-        .with_digest(Some("sha256:00"))
-        .to_json();
+        .with_digest(Some("sha256:00".into()));
+        let line = AuditRecord::of(&outcome).to_json();
+        assert_eq!(
+            (line["source"].as_str(), line["reason"].as_str()),
+            (Some("protected"), Some("protected_policy"))
+        );
         let mut out = Vec::new();
         write_line(&mut out, &line).unwrap();
         assert!(out.ends_with(b"}\n"));

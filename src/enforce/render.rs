@@ -1,0 +1,218 @@
+//! The one renderer: an outcome (or a bare policy decision) to the words
+//! people and models read. The proxy's answers, the approver's dialog, the
+//! Claude hook's reasons, `table`'s cells, `eval`'s lines and a
+//! [`CallError`](crate::pipeline::CallError)'s text are all written here
+//! and nowhere else, so a front door maps an outcome and never words a
+//! decision of its own.
+
+#[cfg(feature = "cli")]
+use std::fmt::Display;
+
+#[cfg(all(feature = "cli", feature = "pipeline"))]
+use serde_json::{json, Value};
+
+#[cfg(feature = "cli")]
+use super::Outcome;
+#[cfg(feature = "cli")]
+use crate::Decision;
+
+/// The reasons whose detail (what the hook or the person said, or why the
+/// arguments do not fit) a model is shown after the refusal.
+#[cfg(feature = "cli")]
+const SAID: [&str; 4] = ["hook_denied", "ask_denied", "ask_halt", "invalid_arguments"];
+
+/// The text a model reads for a tool call that did not go through: the
+/// decision, the reason word and the rule, so it stops retrying and a
+/// person can find the rule. `detail` is what the hook, the approver or
+/// the schema check said.
+#[cfg(all(feature = "cli", feature = "pipeline"))]
+pub(crate) fn refusal_text(o: &Outcome, detail: Option<&str>) -> String {
+    let mut text = String::from("mcppol refused this call: ");
+    match &o.decision {
+        Some(d) => text.push_str(&format!(
+            "decision {}, reason {}, rule {}",
+            o.verdict.as_str(),
+            o.reason,
+            d.rule_id.as_deref().unwrap_or("none"),
+        )),
+        None => text.push_str(&format!("decision deny, reason {}", o.reason)),
+    }
+    if let Some(d) = o.decision.as_ref() {
+        if o.reason != d.reason.as_str() {
+            text.push_str(&format!(" (policy reason {})", d.reason.as_str()));
+        }
+        if let Some(p) = &d.policy {
+            text.push_str(&format!(", policy {p}"));
+        }
+    }
+    if let Some(hook) = &o.hook_id {
+        text.push_str(&format!(", hook {hook}"));
+    }
+    text.push('.');
+    if let (true, Some(detail)) = (SAID.contains(&o.reason), detail) {
+        text.push_str(&format!(" {detail}"));
+    }
+    if o.is_halt() {
+        text.push_str(" Stop: the person asked to halt.");
+    } else {
+        text.push_str(" Do not retry the same call; a person can change the policy.");
+    }
+    text
+}
+
+/// The message of a call to a tool the host may not see or the server
+/// never listed: the same for both but for the name.
+#[cfg(all(feature = "cli", feature = "pipeline"))]
+pub(crate) fn unknown_tool(name: &str) -> String {
+    format!("Unknown tool: {name}")
+}
+
+/// The message and the data of a refused resource read or prompt get
+/// (`what` says which).
+#[cfg(all(feature = "cli", feature = "pipeline"))]
+pub(crate) fn read_refusal(what: &str, o: &Outcome) -> (String, Value) {
+    let d = o.decision.as_ref();
+    (
+        format!("mcppol refused this {what}: reason {}", o.reason),
+        json!({
+            "decision": "deny",
+            "reason": o.reason,
+            "rule_id": d.and_then(|d| d.rule_id.as_deref()),
+            "policy": d.and_then(|d| d.policy.as_deref()),
+            "hook_id": o.hook_id,
+        }),
+    )
+}
+
+/// The dialog a person reads before an asked call runs (the host's
+/// elicitation, an approver command's `message`): every name escaped,
+/// every value of the arguments listed and cut on its own, with the cuts
+/// said.
+#[cfg(all(feature = "cli", feature = "pipeline"))]
+pub(crate) fn ask_message(server: &str, tool: &str, d: &Decision, arguments: &Value) -> String {
+    use crate::escape::{escape, show_arguments};
+    format!(
+        "mcppol asks before server `{}` runs tool `{}` (rule {}, reason {}).\n{}",
+        escape(server),
+        escape(tool),
+        escape(d.rule_id.as_deref().unwrap_or("none")),
+        d.reason.as_str(),
+        show_arguments(arguments)
+    )
+}
+
+/// What decided, for the Claude hook's reason: the rule (with where it is
+/// written, when known), the default or the stage, and the policy.
+#[cfg(feature = "cli")]
+fn decided_by(
+    d: &Decision,
+    policy: &str,
+    file: &dyn Display,
+    at: Option<(usize, usize)>,
+) -> String {
+    let reason = d.reason.as_str();
+    match (&d.rule_id, at) {
+        (Some(id), Some((line, column))) => {
+            format!("rule `{id}` ({reason}) of policy `{policy}` at {file}:{line}:{column}")
+        }
+        (Some(id), None) => format!("rule `{id}` ({reason}) of policy `{policy}` in {file}"),
+        (None, _) if d.source == crate::Source::Default => {
+            format!("the default ({reason}) of policy `{policy}` in {file}")
+        }
+        (None, _) => format!(
+            "{} ({reason}) of policy `{policy}` in {file}",
+            d.source.as_str()
+        ),
+    }
+}
+
+/// The Claude hook's `permissionDecisionReason` for `o`, which the
+/// policy's decision `d` decided: the verdict, the call and what decided.
+/// `at` is the deciding rule's line and column in `file`.
+#[cfg(feature = "cli")]
+pub(crate) fn hook_decided(
+    o: &Outcome,
+    d: &Decision,
+    policy: &str,
+    file: &dyn Display,
+    at: Option<(usize, usize)>,
+) -> String {
+    format!(
+        "mcppol: {} {}/{} by {}",
+        o.verdict.as_str(),
+        o.server,
+        o.name.as_deref().unwrap_or(""),
+        decided_by(d, policy, file, at)
+    )
+}
+
+/// The Claude hook's reason for a write the fixed rule refuses.
+#[cfg(feature = "cli")]
+pub(crate) fn hook_protected(o: &Outcome, why: &str) -> String {
+    format!(
+        "mcppol: {} {}/{} by the fixed rule `protected` ({}): {why}; no policy rule can allow it",
+        o.verdict.as_str(),
+        o.server,
+        o.name.as_deref().unwrap_or(""),
+        o.reason
+    )
+}
+
+/// The Claude hook's reason for a call it could not decide.
+#[cfg(feature = "cli")]
+pub(crate) fn hook_failed(why: &str) -> String {
+    format!("mcppol could not decide this call, so it is denied: {why}")
+}
+
+/// The Claude hook's reason for a call whose audit line could not be
+/// written to `file`.
+#[cfg(feature = "cli")]
+pub(crate) fn hook_audit_failed(file: &dyn Display, error: &dyn Display) -> String {
+    format!(
+        "mcppol: deny (audit_failed): the audit line could not be written to `{file}`, and a call that is not audited is not run: {error}"
+    )
+}
+
+/// One cell of `mcppol table`: the verdict and the deciding rule (or, with
+/// none, the stage in parentheses).
+#[cfg(feature = "cli")]
+pub(crate) fn decision_cell(d: &Decision) -> String {
+    let by = match &d.rule_id {
+        Some(id) => id.to_string(),
+        None => format!("({})", d.source.as_str()),
+    };
+    format!("{:<5} {by}", d.decision.as_str())
+}
+
+/// The JSON object `mcppol eval` prints for a decision, and `table --format
+/// json` for each cell.
+#[cfg(feature = "cli")]
+pub(crate) fn decision_json(d: &Decision) -> serde_json::Value {
+    d.to_json()
+}
+
+/// A [`CallError`](crate::pipeline::CallError)'s text: `kind: reason`, how
+/// a hook or the approver failed, the hook, the rule, then the detail.
+#[cfg(feature = "pipeline")]
+pub(crate) fn call_error(
+    e: &crate::pipeline::CallError,
+    f: &mut std::fmt::Formatter<'_>,
+) -> std::fmt::Result {
+    use crate::pipeline::ErrorReason;
+    write!(f, "{}: {}", e.kind.as_str(), e.reason.as_str())?;
+    match e.reason {
+        ErrorReason::HookFailed(h) => write!(f, " ({})", h.as_str())?,
+        ErrorReason::AskFailed(a) => write!(f, " ({})", a.as_str())?,
+        _ => {}
+    }
+    if let Some(id) = &e.hook_id {
+        write!(f, " [hook {id}]")?;
+    }
+    if let Some(rule) = e.decision.as_ref().and_then(|d| d.rule_id.as_deref()) {
+        write!(f, " [rule {rule}]")?;
+    }
+    if let Some(d) = &e.detail {
+        write!(f, ": {d}")?;
+    }
+    Ok(())
+}

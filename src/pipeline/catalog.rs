@@ -1,0 +1,278 @@
+//! The server's tools as the pipeline knows them: the cached listing
+//! (listed again on `list_changed`, one listing at a time), the approved
+//! fingerprints it is held to, and the listing a model is shown.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, PoisonError};
+
+use serde_json::Value;
+use tokio::sync::broadcast::error::TryRecvError;
+
+use super::approval::GrantKey;
+use super::error::CallError;
+use super::hooks::{ctx_for, emit, run_task, HookFn, Listed};
+use super::schema::{self, SchemaState};
+use super::types::CallOptions;
+use super::{Baseline, Catalog, Pipeline, ToolEntry};
+use crate::fingerprint::ToolApproval;
+
+impl Pipeline {
+    /// Whether the server said its tools changed since the last look.
+    fn tools_changed(&self) -> bool {
+        let mut rx = self.changes.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut changed = false;
+        loop {
+            match rx.try_recv() {
+                Ok(n) => changed |= n.method == "notifications/tools/list_changed",
+                Err(TryRecvError::Lagged(_)) => changed = true,
+                Err(_) => return changed,
+            }
+        }
+    }
+
+    pub(super) async fn cached_catalog(&self) -> Result<Arc<Catalog>, CallError> {
+        let changed = self.tools_changed();
+        if !changed {
+            let cached = self
+                .catalog
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            if let Some(c) = cached {
+                return Ok(c);
+            }
+        }
+        self.refresh_catalog().await
+    }
+
+    /// Lists the server's tools again (every page) and caches them. A tool
+    /// whose definition changed since the last listing emits a
+    /// `definition_changed` event.
+    /// Returns how many tools the server listed.
+    pub async fn refresh_tools(&self) -> Result<usize, CallError> {
+        Ok(self.refresh_catalog().await?.order.len())
+    }
+
+    pub(crate) async fn refresh_catalog(&self) -> Result<Arc<Catalog>, CallError> {
+        // One listing at a time: two read side by side could be recorded
+        // in the other order, and a changed definition answered second
+        // become the approved first listing (a rug pull let through).
+        let _one_at_a_time = self.listing.lock().await;
+        // What the server said before this listing is answered by it:
+        // whatever the caller asks (a listing, a call), the queue of its
+        // notifications is drained here.
+        let _ = self.tools_changed();
+        let tools = self.transport.list_all_tools().await?;
+        let previous = self
+            .catalog
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let mut catalog = Catalog::default();
+        for def in tools {
+            let Some(name) = def.get("name").and_then(Value::as_str).map(String::from) else {
+                tracing::warn!(target: "mcppol::pipeline", server = %self.server, "a listed tool without a name was left out");
+                continue;
+            };
+            if let Err(why) = crate::limits::check_json(
+                &def,
+                crate::limits::MAX_TOOL_DEFINITION_BYTES,
+                usize::MAX,
+            ) {
+                tracing::warn!(target: "mcppol::pipeline", server = %self.server, tool = %name, why, "a tool whose definition is too large was left out");
+                continue;
+            }
+            if catalog.tools.contains_key(&name) {
+                tracing::warn!(target: "mcppol::pipeline", server = %self.server, tool = %name, "a tool listed twice: the first is kept");
+                continue;
+            }
+            let fingerprint = crate::fingerprint(&def).ok();
+            if let Some(prev) = previous.as_ref().and_then(|p| p.tools.get(&name)) {
+                if prev.fingerprint != fingerprint {
+                    tracing::warn!(
+                        target: "mcppol::definition_changed",
+                        server = %self.server,
+                        tool = %name,
+                        old = prev.fingerprint.as_deref().unwrap_or(""),
+                        new = fingerprint.as_deref().unwrap_or(""),
+                        "a tool's definition changed"
+                    );
+                }
+            }
+            let (input, output) = if self.validation.any() {
+                (
+                    schema::compile(def.get("inputSchema")),
+                    schema::compile(def.get("outputSchema")),
+                )
+            } else {
+                (SchemaState::Absent, SchemaState::Absent)
+            };
+            catalog.order.push(name.clone());
+            catalog.tools.insert(
+                name,
+                Arc::new(ToolEntry {
+                    def,
+                    fingerprint,
+                    input,
+                    output,
+                }),
+            );
+        }
+        if matches!(self.baseline_kind, Baseline::FirstListing) {
+            let mut first = self
+                .first_listing
+                .write()
+                .unwrap_or_else(PoisonError::into_inner);
+            if first.is_none() {
+                let approved: super::Approved = catalog
+                    .tools
+                    .iter()
+                    .filter(|(_, e)| e.fingerprint.is_some())
+                    .map(|(n, e)| (n.clone(), e.clone()))
+                    .collect();
+                *first = Some(Arc::new(approved));
+            }
+        }
+        let catalog = Arc::new(catalog);
+        *self.catalog.write().unwrap_or_else(PoisonError::into_inner) = Some(catalog.clone());
+        Ok(catalog)
+    }
+
+    pub(super) fn grant_key(&self, principal: Option<&str>, tool: &str, fp: &str) -> GrantKey {
+        GrantKey {
+            principal: principal.map(String::from),
+            server: self.server.to_string(),
+            tool: tool.to_string(),
+            fingerprint: fp.to_string(),
+        }
+    }
+
+    /// The tool against its approved fingerprint; a live grant for the
+    /// principal approves its fingerprint.
+    pub(super) fn approval_state(
+        &self,
+        name: &str,
+        entry: &ToolEntry,
+        principal: Option<&str>,
+    ) -> ToolApproval {
+        let fp = entry.fingerprint.as_deref();
+        let state = match &self.baseline_kind {
+            Baseline::Lock(lock) => lock.approval(&self.server, name, fp),
+            Baseline::FirstListing => {
+                let first = self
+                    .first_listing
+                    .read()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone();
+                match first.as_ref().and_then(|m| m.get(name)) {
+                    None => ToolApproval::New,
+                    Some(approved) if approved.fingerprint.as_deref() == fp => {
+                        ToolApproval::Approved
+                    }
+                    Some(_) => ToolApproval::Changed,
+                }
+            }
+        };
+        match (state, fp) {
+            (ToolApproval::Approved, _) | (_, None) => state,
+            (_, Some(fp)) if self.grants.is_live(&self.grant_key(principal, name, fp)) => {
+                ToolApproval::Approved
+            }
+            _ => state,
+        }
+    }
+
+    /// The tools a model may see: listed again, without hidden tools,
+    /// without tools whose schemas are unsafe (while validation is on),
+    /// then through the listing hooks. With no policy loaded, nothing.
+    pub async fn list_tools(&self, opts: &CallOptions) -> Result<Vec<Value>, CallError> {
+        let policy = self.policy_snapshot();
+        let catalog = self.refresh_catalog().await?;
+        let Some(policy) = policy else {
+            return Ok(Vec::new());
+        };
+        let first = self
+            .first_listing
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let principal = opts.principal.as_deref();
+        // With `pin_tools off` a changed definition is the policy's to
+        // ignore: the listing shows it as it is.
+        let pinned = policy.settings().pin_tools;
+        let mut tools: Vec<(String, Value)> = catalog
+            .order
+            .iter()
+            .filter_map(|name| catalog.tools.get(name).map(|e| (name, e)))
+            .filter(|(name, e)| {
+                policy.is_visible(&self.server, name) && !e.unsafe_schema(self.validation)
+            })
+            .filter_map(|(name, e)| {
+                // The model never reads a definition nobody approved: a
+                // changed tool is listed as it was approved, where that
+                // definition is held (the first listing), and otherwise
+                // (a lock file holds only fingerprints) left out until the
+                // change is approved. Its calls are the pin's to decide.
+                if !pinned || self.approval_state(name, e, principal) != ToolApproval::Changed {
+                    return Some((name.clone(), e.def.clone()));
+                }
+                let approved = first.as_ref().and_then(|m| m.get(name.as_str()));
+                tracing::warn!(
+                    target: "mcppol::definition_changed",
+                    server = %self.server,
+                    tool = %name,
+                    listed = if approved.is_some() { "approved" } else { "none" },
+                    "a tool whose definition changed is listed as approved, or not at all"
+                );
+                approved.map(|a| (name.clone(), a.def.clone()))
+            })
+            .collect();
+        let base = self.base_ctx(opts);
+        for hook in &self.hooks.listed {
+            let selected: Vec<Value> = tools
+                .iter()
+                .filter(|(n, _)| hook.matcher.matches(&self.server, n))
+                .map(|(_, d)| d.clone())
+                .collect();
+            if selected.is_empty() {
+                continue;
+            }
+            let HookFn::Listed(f) = &hook.func else {
+                continue;
+            };
+            let given: HashSet<String> = selected
+                .iter()
+                .filter_map(|d| d.get("name").and_then(Value::as_str).map(String::from))
+                .collect();
+            let fut = f(selected, ctx_for(&base, hook));
+            match run_task(hook, self.hook_timeout, fut).await {
+                Err(how) => return Err(CallError::hook_failed(&hook.id, how)),
+                Ok(Listed::Continue) => emit(hook, "cont"),
+                Ok(Listed::Replace(new)) => {
+                    let mut replaced: HashMap<String, Value> = HashMap::new();
+                    for def in new {
+                        let name = def.get("name").and_then(Value::as_str).map(String::from);
+                        match name {
+                            Some(n) if given.contains(&n) && !replaced.contains_key(&n) => {
+                                replaced.insert(n, def);
+                            }
+                            _ => return Err(super::call::bad_return(hook)),
+                        }
+                    }
+                    tools = tools
+                        .into_iter()
+                        .filter_map(|(n, d)| {
+                            if given.contains(&n) {
+                                replaced.remove(&n).map(|r| (n, r))
+                            } else {
+                                Some((n, d))
+                            }
+                        })
+                        .collect();
+                    emit(hook, "rewrite");
+                }
+            }
+        }
+        Ok(tools.into_iter().map(|(_, d)| d).collect())
+    }
+}

@@ -1,0 +1,192 @@
+//! The one outcome of each governed request, recorded: the decision
+//! event, the observer's record and the audit line are mappings of the
+//! [`Outcome`] the request ended in, whatever decided it; an audit line
+//! that cannot be written refuses the request (`audit_failed`). Also the
+//! request's hook context and the telemetry of a call's end.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::Value;
+
+use super::error::{CallError, ErrorKind, ErrorReason};
+use super::types::{args_digest, CallOptions, HookCtx};
+use super::{AuditRecord, DecisionRecord, Pipeline};
+use crate::enforce::{By, Outcome, Settled};
+use crate::{Decision, Policy, Source, TargetKind};
+
+impl Pipeline {
+    /// Records the outcome of a policy decision, an ask settled as
+    /// `settled` says, and gives it back (for the refusal that carries
+    /// it); an audit line that cannot be written is the error that refuses
+    /// the request.
+    pub(super) fn decided(
+        &self,
+        audited: &AtomicBool,
+        kind: TargetKind,
+        name: Option<&str>,
+        d: &Decision,
+        settled: Settled,
+        args: Option<&Value>,
+    ) -> Result<Outcome, CallError> {
+        // A resource's URI is request data: the event leaves it out.
+        let event_name = if kind == TargetKind::Resource {
+            None
+        } else {
+            name
+        };
+        emit_decision(&self.server, kind, event_name, d, settled);
+        audited.store(true, Ordering::Relaxed);
+        let outcome = Outcome::decided(self.server.clone(), kind, name, d.clone(), settled);
+        self.record(outcome, args)
+    }
+
+    /// The refusal `e` of a request before any policy decision, with its
+    /// outcome (who refused it and why) recorded and carried; or
+    /// `audit_failed` when its audit line could not be written.
+    pub(super) fn refused(
+        &self,
+        kind: TargetKind,
+        name: Option<&str>,
+        e: CallError,
+        hidden: bool,
+        args: Option<&Value>,
+    ) -> CallError {
+        let (by, reason) = if e.kind == ErrorKind::NotFound {
+            if hidden {
+                (By::Stage(Source::Visibility), "hidden")
+            } else {
+                (By::Stage(Source::Request), "unknown_tool")
+            }
+        } else if e.hook_id.is_some() || e.kind == ErrorKind::Hook {
+            (By::Hook, e.reason.as_str())
+        } else {
+            (By::Stage(Source::Request), e.reason.as_str())
+        };
+        let outcome = Outcome::refused(self.server.clone(), kind, name, by, reason)
+            .with_hook(e.hook_id.as_deref());
+        match self.record(outcome, args) {
+            Ok(outcome) => e.with_outcome(outcome),
+            Err(failed) => failed,
+        }
+    }
+
+    /// The request's one record: the observer (for a policy decision) and
+    /// the audit line. The arguments' digest is taken only when one of
+    /// them reads it.
+    pub(super) fn record(
+        &self,
+        mut outcome: Outcome,
+        args: Option<&Value>,
+    ) -> Result<Outcome, CallError> {
+        if self.observer.is_none() && self.audit.is_none() {
+            return Ok(outcome);
+        }
+        outcome.args_digest = args.map(args_digest);
+        if let (Some(observer), Some(d)) = (&self.observer, &outcome.decision) {
+            observer(&DecisionRecord {
+                server: &self.server,
+                kind: outcome.kind.as_str(),
+                name: outcome.name.as_deref(),
+                decision: d,
+                approval: outcome.settled.as_str(),
+                args_digest: outcome.args_digest.as_deref(),
+            });
+        }
+        let Some(audit) = &self.audit else {
+            return Ok(outcome);
+        };
+        match audit(&AuditRecord::of(&outcome)) {
+            Ok(()) => Ok(outcome),
+            Err(why) => {
+                tracing::error!(target: "mcppol::pipeline", server = %self.server, why, "the audit line could not be written: the request is refused");
+                Err(CallError::new(ErrorKind::Denied, ErrorReason::AuditFailed)
+                    .with_outcome(outcome.audit_failed()))
+            }
+        }
+    }
+
+    pub(super) fn policy_snapshot(&self) -> Option<Arc<Policy>> {
+        self.policy.snapshot()
+    }
+
+    pub(super) fn base_ctx(&self, opts: &CallOptions) -> HookCtx {
+        HookCtx {
+            server: self.server.clone(),
+            hook_id: "".into(),
+            principal: opts.principal.as_deref().map(Arc::from),
+            assigns: opts.assigns.clone().map(Arc::new),
+            taint: opts.taint.clone().into(),
+        }
+    }
+}
+
+fn emit_decision(
+    server: &str,
+    kind: TargetKind,
+    name: Option<&str>,
+    d: &Decision,
+    settled: Settled,
+) {
+    tracing::info!(
+        target: "mcppol::decision",
+        server,
+        kind = kind.as_str(),
+        tool = name.unwrap_or(""),
+        decision = d.decision.as_str(),
+        source = d.source.as_str(),
+        reason = d.reason.as_str(),
+        rule_id = d.rule_id.as_deref().unwrap_or(""),
+        approval = settled.as_str(),
+        "decision"
+    );
+}
+
+pub(super) fn emit_call<T>(
+    server: &str,
+    kind: TargetKind,
+    name: Option<&str>,
+    started: Instant,
+    out: &Result<T, CallError>,
+) {
+    let latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+    let kind = kind.as_str();
+    match out {
+        Ok(_) => tracing::info!(
+            target: "mcppol::call",
+            server, kind, tool = name.unwrap_or(""), status = "ok", latency_us, "governed call"
+        ),
+        Err(e) => tracing::info!(
+            target: "mcppol::call",
+            server, kind, tool = name.unwrap_or(""), status = "error",
+            error_kind = e.kind.as_str(), reason = e.reason.as_str(),
+            hook_id = e.hook_id.as_deref().unwrap_or(""), latency_us, "governed call"
+        ),
+    }
+}
+
+/// The hook context of one request, built the first time a hook or the
+/// approver needs it (a call without hooks never builds it).
+pub(crate) struct LazyCtx<'a> {
+    pipeline: &'a Pipeline,
+    opts: &'a CallOptions,
+    cell: std::sync::OnceLock<HookCtx>,
+    /// Whether the request's outcome was recorded (its one audit line).
+    pub(super) audited: AtomicBool,
+}
+
+impl<'a> LazyCtx<'a> {
+    pub(super) fn new(pipeline: &'a Pipeline, opts: &'a CallOptions) -> Self {
+        LazyCtx {
+            pipeline,
+            opts,
+            cell: std::sync::OnceLock::new(),
+            audited: AtomicBool::new(false),
+        }
+    }
+
+    pub(super) fn get(&self) -> &HookCtx {
+        self.cell.get_or_init(|| self.pipeline.base_ctx(self.opts))
+    }
+}
