@@ -198,7 +198,8 @@ pub struct CallError {
     pub rpc: Option<Box<crate::mcp::RpcError>>,
     /// The request's outcome, when the pipeline refused it (its audit line
     /// is a mapping of the same outcome); `None` for a failure after the
-    /// request was allowed (the send, the digest check, an around hook).
+    /// request was allowed (the send, the digest check, an around hook),
+    /// and for an unknown or hidden tool (the two cannot be told apart).
     pub outcome: Option<Box<Outcome>>,
 }
 

@@ -67,6 +67,10 @@ impl Pipeline {
         let outcome = Outcome::refused(self.server.clone(), kind, name, by, reason)
             .with_hook(e.hook_id.as_deref());
         match self.record(outcome, args) {
+            // A hidden tool fails exactly as an unknown one, to the host
+            // too: its outcome stays in the audit, so its name cannot be
+            // probed through the error.
+            Ok(_) if e.kind == ErrorKind::NotFound => e,
             Ok(outcome) => e.with_outcome(outcome),
             Err(failed) => failed,
         }

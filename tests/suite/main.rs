@@ -63,6 +63,8 @@ mod proxy_e2e;
 mod proxy_faults;
 #[cfg(all(feature = "cli", feature = "pipeline"))]
 mod proxy_load;
+#[cfg(all(feature = "cli", feature = "pipeline"))]
+mod proxy_outcome;
 mod proxy_relay;
 #[cfg(all(feature = "cli", feature = "pipeline"))]
 mod proxy_shown;
