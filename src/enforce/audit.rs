@@ -142,6 +142,22 @@ fn now() -> String {
     humantime::format_rfc3339_millis(SystemTime::now()).to_string()
 }
 
+/// Every audit line's keys, in their order (what the tests hold each line to).
+#[cfg(test)]
+pub(crate) const KEYS: [&str; 11] = [
+    "time",
+    "server",
+    "kind",
+    "name",
+    "decision",
+    "source",
+    "reason",
+    "rule_id",
+    "args_digest",
+    "approval",
+    "hook_id",
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,21 +181,6 @@ mod tests {
         write_line(&mut out, &line).unwrap();
         assert!(out.ends_with(b"}\n"));
         let keys: Vec<String> = line.as_object().unwrap().keys().cloned().collect();
-        assert_eq!(
-            keys,
-            [
-                "time",
-                "server",
-                "kind",
-                "name",
-                "decision",
-                "source",
-                "reason",
-                "rule_id",
-                "args_digest",
-                "approval",
-                "hook_id"
-            ]
-        );
+        assert_eq!(keys, KEYS);
     }
 }

@@ -52,6 +52,19 @@ pub(crate) enum RunError {
     Wait(std::io::Error),
 }
 
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::Spawn(e) => write!(f, "cannot start `sh`: {e}"),
+            RunError::Read(stream, e) => write!(f, "cannot read the command's {stream}: {e}"),
+            RunError::TooLong(stream, max) => {
+                write!(f, "the command printed more than {max} bytes on {stream}")
+            }
+            RunError::Wait(e) => write!(f, "cannot wait for the command: {e}"),
+        }
+    }
+}
+
 /// Kills the command's process group when dropped (the caller gave up, a
 /// stream went past its bound), unless it was disarmed after the command
 /// ended.

@@ -310,7 +310,7 @@ enum Ended {
 /// `crate::enforce::command`); the process group is killed if the hook's
 /// deadline passes first (the future is dropped).
 async fn run(command: &Command, event: &Value) -> Result<Ended, HookError> {
-    use crate::enforce::command::{self, RunError, ShCommand};
+    use crate::enforce::command::{self, ShCommand};
     let ran = command::run(ShCommand {
         text: &command.command,
         cwd: Some(&command.options.cwd),
@@ -320,16 +320,7 @@ async fn run(command: &Command, event: &Value) -> Result<Ended, HookError> {
         max_stderr: MAX_OUTPUT_BYTES,
     })
     .await
-    .map_err(|e| {
-        HookError(match e {
-            RunError::Spawn(e) => format!("cannot start `sh`: {e}"),
-            RunError::Read(what, e) => format!("cannot read the command's {what}: {e}"),
-            RunError::TooLong(what, max) => {
-                format!("the command printed more than {max} bytes on {what}")
-            }
-            RunError::Wait(e) => format!("cannot wait for the command: {e}"),
-        })
-    })?;
+    .map_err(|e| HookError(e.to_string()))?;
     match ran.status.code() {
         Some(0) => {
             let text = String::from_utf8(ran.stdout)

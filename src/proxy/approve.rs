@@ -78,7 +78,7 @@ pub(crate) fn parse_answer(word: &str, who: &str) -> Result<Approval, String> {
 const MAX_STDERR_BYTES: usize = 64 * 1024;
 
 async fn run_command(command: String, request: ApprovalRequest) -> Result<Approval, String> {
-    use crate::enforce::command::{self, RunError, ShCommand};
+    use crate::enforce::command::{self, ShCommand};
     // One line, every hidden character written as a `\u` escape: the same
     // value for a JSON reader, nothing drawn out of order where it is shown.
     let mut input = json_text(&request_json(&request)).into_bytes();
@@ -92,14 +92,7 @@ async fn run_command(command: String, request: ApprovalRequest) -> Result<Approv
         max_stderr: MAX_STDERR_BYTES,
     })
     .await
-    .map_err(|e| match e {
-        RunError::Spawn(e) => format!("cannot start the approver: {e}"),
-        RunError::Read(_, e) => format!("reading the approver failed: {e}"),
-        RunError::TooLong(what, max) => {
-            format!("the approver printed more than {max} bytes on {what}")
-        }
-        RunError::Wait(e) => format!("waiting for the approver failed: {e}"),
-    })?;
+    .map_err(|e| format!("the approver failed: {e}"))?;
     if !ran.status.success() {
         return Err(format!("the approver ended with {}", ran.status));
     }

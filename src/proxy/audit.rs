@@ -79,22 +79,7 @@ mod tests {
         assert_eq!(lines[1]["reason"], "hidden");
         for l in &lines {
             let keys: Vec<&String> = l.as_object().unwrap().keys().collect();
-            assert_eq!(
-                keys,
-                [
-                    "time",
-                    "server",
-                    "kind",
-                    "name",
-                    "decision",
-                    "source",
-                    "reason",
-                    "rule_id",
-                    "args_digest",
-                    "approval",
-                    "hook_id"
-                ]
-            );
+            assert_eq!(keys, crate::enforce::audit::KEYS);
         }
     }
 
