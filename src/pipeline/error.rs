@@ -252,6 +252,7 @@ impl CallError {
     /// failure after the request was allowed, one made of this error (the
     /// verdict `deny` for a refusal, else the policy's) for the target
     /// `server`, `kind`, `name`.
+    #[cfg(feature = "cli")]
     pub(crate) fn answered(
         &self,
         server: &str,
