@@ -433,7 +433,7 @@ pub struct Pipeline {
     /// Held while a listing is asked for and read: one at a time, so the
     /// first listing (the baseline) is the first the server answered, and
     /// each is compared with the one before, however their answers are
-    /// scheduled (run.rs, `refresh_catalog`).
+    /// scheduled (catalog.rs, `refresh_catalog`).
     pub(crate) listing: tokio::sync::Mutex<()>,
     pub(crate) changes: Mutex<broadcast::Receiver<Notification>>,
     pub(crate) next_call: AtomicU64,
