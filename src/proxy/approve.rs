@@ -163,6 +163,43 @@ pub(crate) fn host_elicits(capabilities: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pipeline::HookCtx;
+    use crate::{Decision, Reason, Source, Verdict};
+
+    fn asked() -> ApprovalRequest {
+        ApprovalRequest {
+            server: "fs".into(),
+            tool: "write".into(),
+            arguments: json!({"path": "/srv/a"}),
+            digest: "sha256:00".into(),
+            fingerprint: None,
+            decision: Decision::new(Verdict::Ask, Source::Ask, Reason::AskRule),
+            ctx: HookCtx {
+                server: "fs".into(),
+                hook_id: "".into(),
+                principal: None,
+                assigns: None,
+                taint: Vec::new().into(),
+            },
+        }
+    }
+
+    #[tokio::test]
+    async fn an_approver_command_is_read_on_both_streams_within_bounds() {
+        let answer = |text: &str| run_command(text.to_string(), asked());
+        assert_eq!(
+            answer("cat >/dev/null; echo 'talking to a person' >&2; echo allow_once").await,
+            Ok(Approval::AllowOnce)
+        );
+        // Past the bound on either stream: no answer, whatever follows.
+        assert!(answer("head -c 70000 /dev/zero >&2; echo allow_once")
+            .await
+            .is_err());
+        assert!(answer("echo allow_once; head -c 70000 /dev/zero")
+            .await
+            .is_err());
+        assert!(answer("exit 1").await.is_err());
+    }
 
     #[test]
     fn answers_and_capabilities() {
