@@ -230,6 +230,7 @@ impl<'f> Compiler<'_, 'f> {
         Policy {
             name: ast.name.node.clone(),
             shared_name: SmolStr::new(ast.name.node.as_str()),
+            trusted: crate::policy::TrustedIds::of(&settings.trusted),
             settings,
             visibility,
             lists,

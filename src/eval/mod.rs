@@ -221,10 +221,12 @@ fn by_rule(verdict: Verdict, source: Source, reason: Reason, rule: &Rule) -> Dec
 /// Whether the annotations of the request's server are believed: only for
 /// a tool call, when the host trusts the server or the policy's `trusted`
 /// setting names it exactly as sent (or is `trusted all`). The one place
-/// trust is decided: conditions, `explain` and the pipeline all ask here.
+/// trust is decided: conditions, `explain` and the pipeline all ask here
+/// (the checker's `untrusted_annotation` lint reads the setting itself,
+/// at load, with no request).
 pub(crate) fn trusts(policy: &Policy, request: &Request<'_>) -> bool {
     request.kind == TargetKind::Tool
-        && (request.server_trusted || policy.settings.trusted.contains(request.server))
+        && (request.server_trusted || policy.trusted.contains(request.server))
 }
 
 /// Decides one request against one policy.

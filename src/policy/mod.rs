@@ -22,6 +22,7 @@ pub use index::{
     hits_of, BuildMap, Cand, Cands, FoldedTarget, Hits, Index, IndexBuilder, IndexedTarget, List,
     NameMatcher, Query,
 };
+pub(crate) use settings::TrustedIds;
 pub use settings::{DefaultDecision, Scope, Settings, Trusted};
 
 use crate::diagnostics::SourceFile;
@@ -147,6 +148,8 @@ pub struct Policy {
     /// `name`, shared by every decision the policy makes.
     pub(crate) shared_name: SmolStr,
     pub(crate) settings: Settings,
+    /// `settings.trusted` as deciding reads it.
+    pub(crate) trusted: TrustedIds,
     pub(crate) visibility: Option<Visibility>,
     pub(crate) lists: [RuleList; 3],
     /// The targets of the three lists, one index per kind of request.

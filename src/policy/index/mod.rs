@@ -54,7 +54,7 @@ use crate::model::Effect;
 
 pub use builder::IndexBuilder;
 pub use frozen::Index;
-pub use hash::BuildMap;
+pub use hash::{BuildMap, TextHashState};
 pub use target::{FoldedTarget, IndexedTarget, NameMatcher};
 
 /// The list a target is filed in: a policy's rule lists, in the order of
