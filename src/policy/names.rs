@@ -6,6 +6,10 @@
 //! loose matching only ever adds matches to exact matching. A character
 //! whose lower case is more than one character (`İ` lower-cases to `i` and
 //! a combining dot) is kept as it is.
+//!
+//! [`Names`] is a request's server and name folded once, as the index
+//! reads them ([`Query`]). Short ASCII names fold eight bytes at a time
+//! (`fold_ascii_into`; why: docs/performance.md).
 
 use std::borrow::Cow;
 use std::ops::Deref;
