@@ -4,9 +4,6 @@
 //! the default). Each benchmark decides one request per iteration, cycling
 //! through 16 requests of its kind (deny, ask, allow, default) or through
 //! the whole mix of 64, so the figure is the time of one decision.
-//! `bytes/mix/N` times the same mix from the wire: each tool call's
-//! `tools/call` params as JSON bytes, read with `ToolCallParams::from_json`,
-//! then the request built and decided.
 
 #![allow(clippy::expect_used)] // a benchmark stops on a broken fixture
 
@@ -16,7 +13,7 @@ mod gen;
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use mcppol::{PolicySet, Request, ToolCallParams};
+use mcppol::{PolicySet, Request};
 
 #[path = "common/sizes.rs"]
 mod sizes;
@@ -59,26 +56,6 @@ fn decide(c: &mut Criterion) {
         let all: Vec<Request<'_>> = requests.iter().map(|(_, r)| *r).collect();
         group.bench_with_input(BenchmarkId::new("mix", size), &all, |b, reqs| {
             cycle(b, policy, reqs)
-        });
-        group.finish();
-
-        // From the wire: the params bytes of each call of the mix.
-        let wire: Vec<(Vec<u8>, &gen::RequestSpec, &[&str])> = work
-            .requests
-            .iter()
-            .zip(&taints)
-            .map(|((_, r), taint)| (gen::wire_params(r), r, taint.as_slice()))
-            .collect();
-        let mut group = c.benchmark_group("bytes");
-        group.bench_with_input(BenchmarkId::new("mix", size), &wire, |b, wire| {
-            let mut i = 0;
-            b.iter(|| {
-                i = (i + 1) % wire.len();
-                let (bytes, r, taint) = &wire[i];
-                let params = ToolCallParams::from_json(black_box(bytes)).expect("params");
-                let request = gen::wire_request(&params, r, taint);
-                black_box(policy.decide(black_box(&request)))
-            })
         });
         group.finish();
     }

@@ -18,7 +18,7 @@ seed_text() { # TARGET TEXT
   printf '%s' "$2" >"$corpus/$1/$name"
 }
 
-for t in parse_compile decide decide_explain paths uri canonical_json fmt fmt_parse jsonrpc claude_hook proxy params; do
+for t in parse_compile decide decide_explain paths uri canonical_json fmt fmt_parse jsonrpc claude_hook proxy; do
   mkdir -p "$corpus/$t"
 done
 

@@ -103,18 +103,7 @@ pub fn is_fingerprint(s: &str) -> bool {
     })
 }
 
-/// Where a tool stands against the approved fingerprints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolApproval {
-    /// Approved as it is now.
-    #[default]
-    Approved,
-    /// Approved once, but its definition has changed since (a rug pull).
-    Changed,
-    /// Never approved.
-    New,
-}
+pub use crate::model::ToolApproval;
 
 /// A lock file: `{"version": 1, "tools": {"server/tool": "sha256:..."}}`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

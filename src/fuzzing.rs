@@ -125,41 +125,6 @@ pub mod proxy {
     }
 }
 
-/// The `tools/call` params reader: what [`crate::ToolCallParams::from_json`]
-/// reads (one pass over the bytes, `serde_json` when that is not sure) next
-/// to what `serde_json` alone reads, and arguments read key by key from
-/// their text next to the built object.
-#[cfg(feature = "fuzzing")]
-pub mod params {
-    use serde_json::Value;
-
-    use crate::{ParamsError, ToolCallParams};
-
-    /// Params as read: the tool's name and the arguments' JSON text.
-    pub type Read = (String, Option<String>);
-
-    /// What [`ToolCallParams::from_json`] reads.
-    pub fn read(bytes: &[u8]) -> Result<Read, ParamsError> {
-        ToolCallParams::from_json(bytes)
-            .map(|p| (p.name().to_string(), p.arguments_json().map(str::to_string)))
-    }
-
-    /// What the serde_json reader alone reads: the reference of the one
-    /// pass (the same length and UTF-8 checks first).
-    pub fn read_with_serde(bytes: &[u8]) -> Result<Read, ParamsError> {
-        ToolCallParams::fuzzing_read_with_serde(bytes)
-            .map(|(name, args)| (name.into_owned(), args.map(str::to_string)))
-    }
-
-    /// The value of the top-level `key` of the params' arguments as a
-    /// condition reads it from their text, built (`Ok(None)`: absent, or
-    /// no arguments; `Err`: the text did not read, which a checked text
-    /// never does).
-    pub fn get(params: &ToolCallParams<'_>, key: &str) -> Result<Option<Value>, String> {
-        params.fuzzing_get(key)
-    }
-}
-
 /// A policy file parsed and not compiled yet (opaque: the syntax tree
 /// stays inside the crate).
 pub struct Parsed {

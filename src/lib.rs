@@ -69,11 +69,11 @@ pub mod fuzzing;
 #[cfg(not(feature = "fuzzing"))]
 #[allow(dead_code, unused_imports)]
 mod fuzzing;
-mod host;
 mod io;
 mod limits;
 mod lint;
 mod listing;
+mod model;
 // The governed call and MCP on the wire: public modules of their own (a
 // host API with many types), compiled with the `pipeline` feature.
 #[cfg(feature = "pipeline")]
@@ -113,12 +113,13 @@ pub use diagnostics::codes::{
 };
 pub use diagnostics::{render_all, Diagnostic, LoadError, Severity, SourceFile};
 pub use eval::explain::{ExplainStep, Explanation, Note, Outcome, Stage};
-pub use eval::{Decision, ParamsError, Reason, Request, Source, ToolCallParams, Tri, Verdict};
+pub use eval::{Decision, Reason, Request, Source, Tri, Verdict};
 pub use fingerprint::{fingerprint, FingerprintError, Lock, ToolApproval};
 pub use fmt::{format, FmtError};
-pub use host::{HostPredicate, HostPredicates};
 pub use limits::MAX_RULES;
 pub use lint::{check_text, Lint, LintOptions, Listing, ListingError, LINTS};
+pub use model::{HostPredicate, HostPredicates};
+pub use model::{Span, TargetKind};
 pub use paths::{LinkResolver, Links};
 pub use policy::{DefaultDecision, PickError, Policy, PolicySet, Scope, Settings, Trusted};
 #[cfg(any(feature = "cli", feature = "pipeline"))]
@@ -135,7 +136,7 @@ pub use store::{
     FileStatus, LastError, PolicyStatus, Reloaded, Status, Store, StoreError, Swapped, Watch,
     SUBSCRIBER_BACKLOG,
 };
-pub use syntax::{Span, TargetKind, MAX_FILE_BYTES};
+pub use syntax::MAX_FILE_BYTES;
 
 /// The command line, for the `mcppol` binary only: not part of the API.
 #[cfg(feature = "cli")]

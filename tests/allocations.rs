@@ -66,44 +66,6 @@ fn a_decision_allocates_nothing_at_any_size() {
     }
 }
 
-/// From the wire: `tools/call` params bytes read by
-/// `ToolCallParams::from_json` and decided. The arguments stay text and
-/// conditions read the keys they name (strings borrowed, numbers on the
-/// stack), so the generated mix allocates nothing here either.
-#[test]
-fn bytes_to_decision_allocates_nothing_for_the_mix() {
-    let _turn = measuring();
-    for size in gen::SIZES {
-        let work = gen::Workload::new(size).unwrap();
-        let set = PolicySet::from_text("generated.mcppol", &work.text).unwrap();
-        let policy = set.get(&work.spec.name).unwrap();
-        let taints: Vec<Vec<&str>> = work.requests.iter().map(|(_, r)| r.taint_refs()).collect();
-        let wire: Vec<Vec<u8>> = work
-            .requests
-            .iter()
-            .map(|(_, r)| gen::wire_params(r))
-            .collect();
-        let run = || {
-            for ((bytes, (_, r)), taint) in wire.iter().zip(&work.requests).zip(&taints) {
-                let params = mcppol::ToolCallParams::from_json(black_box(bytes)).unwrap();
-                let request = gen::wire_request(&params, r, taint);
-                black_box(policy.decide(black_box(&request)));
-            }
-        };
-        run();
-        let region = Region::new(GLOBAL);
-        run();
-        let change = region.change();
-        assert_eq!(
-            (change.allocations, change.reallocations),
-            (0, 0),
-            "{size} rules: {} allocations over {} calls from bytes",
-            change.allocations + change.reallocations,
-            wire.len()
-        );
-    }
-}
-
 /// Rule ids and a policy name longer than 23 bytes (past what `SmolStr`
 /// holds inline, so shared behind a reference count, not copied): a
 /// decision still allocates nothing, for every kind of decision.

@@ -1117,26 +1117,6 @@ pub fn mcppol_request<'a>(r: &'a RequestSpec, taint: &'a [&'a str]) -> mcppol::R
         .with_assigns(&r.assigns)
 }
 
-/// The raw `tools/call` params of `r` as a host sends them.
-pub fn wire_params(r: &RequestSpec) -> Vec<u8> {
-    serde_json::to_vec(&json!({"name": r.tool, "arguments": r.args})).unwrap_or_default()
-}
-
-/// The request `params` (read from [`wire_params`]) makes, with the rest of
-/// `r`'s context, the same as [`mcppol_request`] builds.
-pub fn wire_request<'a>(
-    params: &'a mcppol::ToolCallParams<'_>,
-    r: &'a RequestSpec,
-    taint: &'a [&'a str],
-) -> mcppol::Request<'a> {
-    params
-        .request(&r.server)
-        .with_annotations(&r.annotations)
-        .with_taint(taint)
-        .with_principal(&r.principal)
-        .with_assigns(&r.assigns)
-}
-
 /// The kind of a decision: an index into [`KINDS`] (4 for any other source).
 pub fn kind_of(decision: &mcppol::Decision) -> usize {
     match decision.source {

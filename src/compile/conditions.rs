@@ -155,7 +155,7 @@ impl<'f> Compiler<'_, 'f> {
                     return None;
                 }
                 if let (true, serde_json::Value::Number(n)) = (ordering, &value.node) {
-                    if crate::eval::compare_numbers(n, n).is_none() {
+                    if crate::model::ExactNumber::of(n).is_none() {
                         self.push(
                             Diagnostic::error(
                                 self.source,

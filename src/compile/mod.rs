@@ -13,10 +13,10 @@ use smallvec::SmallVec;
 use smol_str::SmolStr;
 
 use crate::diagnostics::{Diagnostic, LoadError, Severity, SourceFile};
-use crate::host::HostPredicates;
+use crate::model::HostPredicates;
 use crate::policy::{
-    BuildMap, CompiledRegex, Cond, FoldedTarget, Lookup, Policy, PolicySet, Rule, RuleList,
-    SettingSpans, VisPattern, Visibility,
+    BuildMap, CompiledRegex, Cond, FoldedTarget, IndexBuilder, List, Policy, PolicySet, Rule,
+    RuleList, SettingSpans, VisPattern, Visibility,
 };
 use crate::syntax::{self, Effect, Item, PolicyAst, RuleAst, SettingAst, Span, TargetKind};
 
@@ -153,7 +153,7 @@ impl<'f> Compiler<'_, 'f> {
 
         let mut visibility: Option<Visibility> = None;
         let mut lists: [RuleList; 3] = Default::default();
-        let mut index: [Lookup; 3] = Default::default();
+        let mut index: [IndexBuilder; 3] = Default::default();
         // Sized once: the rules of each list, the exact (allow) targets of
         // each kind, which the index keeps as written.
         let (mut rules, mut exact) = ([0usize; 3], [0usize; 3]);
@@ -168,8 +168,8 @@ impl<'f> Compiler<'_, 'f> {
         for (list, n) in lists.iter_mut().zip(rules) {
             list.rules.reserve_exact(n);
         }
-        for (lookup, n) in index.iter_mut().zip(exact) {
-            lookup.reserve_exact_targets(n);
+        for (builder, n) in index.iter_mut().zip(exact) {
+            builder.reserve_exact_targets(n);
         }
         let mut named: HashMap<&str, Span> = HashMap::new();
         for item in &ast.items {
@@ -227,22 +227,14 @@ impl<'f> Compiler<'_, 'f> {
                 Item::Setting(_) => {}
             }
         }
-        if let crate::policy::Trusted::Servers(ids) = &settings.trusted {
-            // Only tool calls read annotations.
-            for id in ids {
-                index[TargetKind::Tool.index()].trust(id);
-            }
-        }
-        for lookup in &mut index {
-            lookup.freeze();
-        }
         Policy {
             name: ast.name.node.clone(),
             shared_name: SmolStr::new(ast.name.node.as_str()),
+            trusted: crate::policy::TrustedIds::of(&settings.trusted),
             settings,
             visibility,
             lists,
-            index,
+            index: index.map(IndexBuilder::build),
             source: Arc::clone(self.source),
             span: ast.span,
             name_span: ast.name.span,
@@ -277,7 +269,7 @@ impl<'f> Compiler<'_, 'f> {
     /// Compiles rule `number` of its list and files its targets in the
     /// index of its kind (`index`), all of them or, if any part of the rule
     /// does not compile, none.
-    fn rule(&mut self, ast: &'f RuleAst, number: usize, index: &mut Lookup) -> Option<Rule> {
+    fn rule(&mut self, ast: &'f RuleAst, number: usize, index: &mut IndexBuilder) -> Option<Rule> {
         let effect = ast.effect.node;
         let loose = effect != Effect::Allow;
         // Every target is compiled, so that each error is reported.
@@ -312,7 +304,7 @@ impl<'f> Compiler<'_, 'f> {
         if failed {
             return None;
         }
-        let list = effect.index();
+        let list = List::from(effect);
         let at = u32::try_from(number).unwrap_or(u32::MAX);
         for (target, folded) in targets.iter().zip(&folded) {
             match folded {
@@ -336,24 +328,22 @@ impl<'f> Compiler<'_, 'f> {
     }
 
     fn visibility(&mut self, block: &'f syntax::ToolsBlock) -> Visibility {
-        let mut lookup = Lookup::default();
+        let mut index = IndexBuilder::default();
         let mut patterns = Vec::new();
         for entry in &block.entries {
             for target in &entry.targets {
                 if let Some((t, folded)) = self.target(target, !entry.include) {
-                    // Exclude patterns are list 0 (loose), include list 2 (exact).
                     let at = u32::try_from(patterns.len()).unwrap_or(u32::MAX);
                     match &folded {
-                        Some(f) => lookup.insert_exact(2, at, &t.matcher, f),
-                        None => lookup.insert_loose(0, at, &t.matcher),
+                        Some(f) => index.insert_exact(List::INCLUDE, at, &t.matcher, f),
+                        None => index.insert_loose(List::EXCLUDE, at, &t.matcher),
                     }
                     patterns.push(VisPattern { span: t.span });
                 }
             }
         }
-        lookup.freeze();
         Visibility {
-            lookup,
+            index: index.build(),
             patterns,
             span: block.span,
         }

@@ -14,12 +14,12 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use serde_json::{Map, Number, Value};
 
-use super::raw_args::{self, RawArgs};
 use super::sink::{HostCall, Reached, Sink};
 use super::Request;
+use crate::model::ExactNumber;
 use crate::paths::{self, Links};
 use crate::policy::glob::same;
-use crate::policy::{AnnotationKey, Cond, Operand, Pred, Quantifier, Step, Test};
+use crate::policy::{AnnotationKey, Cond, Operand, Policy, Pred, Quantifier, Step, Test};
 use crate::syntax::CompareOp;
 
 /// A truth value that may be unknown.
@@ -52,17 +52,11 @@ pub(crate) struct Facts<'r> {
     /// has read it: bit `k` says annotation `k` (in `AnnotationKey` order)
     /// is known, bit `k + 4` holds its value.
     annotations: Cell<u8>,
-    /// Whether the policy or the host trusts the request's server (its
-    /// own hints are believed); deciding knows it from the index's search.
-    trusted: bool,
-    /// Arguments still in their JSON text (from the wire): how many
-    /// selectors have read a key from the text so far, and the whole
-    /// object built once they are more than [`RAW_KEY_READS`] (or once a
-    /// selector or a host predicate needs it all), so a decision reads a
-    /// large argument text a bounded number of times, however many rules
-    /// test it.
-    raw_key_reads: Cell<u8>,
-    built_args: OnceCell<Result<Value, ()>>,
+    /// The policy deciding: whether it or the host trusts the request's
+    /// server (its own hints are believed) is asked of
+    /// [`super::trusts`] when an annotation is first read.
+    policy: &'r Policy,
+    trusted: OnceCell<bool>,
     /// How path tests resolve symbolic links: the request's way, unless
     /// the policy's `resolve_links` says otherwise.
     links: Links<'r>,
@@ -71,20 +65,13 @@ pub(crate) struct Facts<'r> {
     cwd: OnceCell<Option<String>>,
 }
 
-/// How many selectors a decision answers by reading one key from the
-/// arguments' text before it builds the whole object instead: a few reads
-/// of one key are cheaper than building, many are not (each reads the
-/// whole text).
-const RAW_KEY_READS: u8 = 4;
-
 impl<'r> Facts<'r> {
-    pub fn new(request: &'r Request<'r>, trusted: bool) -> Self {
+    pub fn new(request: &'r Request<'r>, policy: &'r Policy) -> Self {
         Facts {
             request,
             annotations: Cell::new(0),
-            trusted,
-            raw_key_reads: Cell::new(0),
-            built_args: OnceCell::new(),
+            policy,
+            trusted: OnceCell::new(),
             links: request.links,
             cwd: OnceCell::new(),
         }
@@ -107,27 +94,6 @@ impl<'r> Facts<'r> {
             .as_deref()
     }
 
-    /// The arguments text `raw` built into a `Value`, once per decision.
-    /// `Err` if it does not read (never, once the params reader checked it).
-    fn built_args(&self, raw: RawArgs<'_>) -> Result<&Value, ()> {
-        self.built_args
-            .get_or_init(|| raw_args::parse(raw))
-            .as_ref()
-            .map_err(|_| ())
-    }
-
-    /// Whether a selector starting with a key should read it from the
-    /// arguments' text (`true`) or walk the built object: the text until
-    /// [`RAW_KEY_READS`] reads, the built object after, or once built.
-    fn read_key_from_text(&self) -> bool {
-        if self.built_args.get().is_some() {
-            return false;
-        }
-        let reads = self.raw_key_reads.get();
-        self.raw_key_reads.set(reads.saturating_add(1));
-        reads < RAW_KEY_READS
-    }
-
     /// A trusted server's own hint (MCP's default when absent).
     fn hint(&self, key: AnnotationKey) -> bool {
         match self.request.annotations {
@@ -143,7 +109,10 @@ impl<'r> Facts<'r> {
     /// the host trusts it, else the conservative value.
     #[inline]
     pub(crate) fn annotation(&self, key: AnnotationKey) -> bool {
-        if !self.trusted {
+        if !*self
+            .trusted
+            .get_or_init(|| super::trusts(self.policy, self.request))
+        {
             return key.conservative();
         }
         let known_bit = 1u8 << (key as u8);
@@ -300,35 +269,6 @@ fn json_eq(a: &Value, b: &Value) -> bool {
     }
 }
 
-/// A JSON number as the evaluator holds it.
-#[derive(Debug, Clone, Copy)]
-enum Exact {
-    /// An integer within 64 bits (signed or unsigned).
-    Int(i128),
-    /// A decimal, held as the double JSON parsing gave.
-    Float(f64),
-}
-
-/// 2^64: a double at or beyond this that is a whole number is an integer
-/// beyond 64 bits, which JSON parsing could only round.
-const TWO_POW_64: f64 = 18_446_744_073_709_551_616.0;
-
-/// The number, or `None` when it cannot be held exactly: an integer beyond
-/// 64 bits (parsed as a rounded double) or a value that is not finite.
-fn exact(n: &Number) -> Option<Exact> {
-    if let Some(i) = n.as_i64() {
-        return Some(Exact::Int(i128::from(i)));
-    }
-    if let Some(u) = n.as_u64() {
-        return Some(Exact::Int(i128::from(u)));
-    }
-    let f = n.as_f64()?;
-    if !f.is_finite() || (f.abs() >= TWO_POW_64 && f.fract() == 0.0) {
-        return None;
-    }
-    Some(Exact::Float(f))
-}
-
 /// An integer against a double, exactly (no rounding of the integer to a
 /// double). `f` is finite and below 2^64 in magnitude.
 fn cmp_int_float(i: i128, f: f64) -> Option<Ordering> {
@@ -344,11 +284,11 @@ fn cmp_int_float(i: i128, f: f64) -> Option<Ordering> {
 /// Compares two JSON numbers exactly; `None` when either cannot be held
 /// exactly (then an ordering test fails).
 pub(crate) fn compare_numbers(a: &Number, b: &Number) -> Option<Ordering> {
-    match (exact(a)?, exact(b)?) {
-        (Exact::Int(i), Exact::Int(j)) => Some(i.cmp(&j)),
-        (Exact::Float(x), Exact::Float(y)) => x.partial_cmp(&y),
-        (Exact::Int(i), Exact::Float(f)) => cmp_int_float(i, f),
-        (Exact::Float(f), Exact::Int(i)) => cmp_int_float(i, f).map(Ordering::reverse),
+    match (ExactNumber::of(a)?, ExactNumber::of(b)?) {
+        (ExactNumber::Int(i), ExactNumber::Int(j)) => Some(i.cmp(&j)),
+        (ExactNumber::Float(x), ExactNumber::Float(y)) => x.partial_cmp(&y),
+        (ExactNumber::Int(i), ExactNumber::Float(f)) => cmp_int_float(i, f),
+        (ExactNumber::Float(f), ExactNumber::Int(i)) => cmp_int_float(i, f).map(Ordering::reverse),
     }
 }
 
@@ -457,27 +397,6 @@ fn walk<'v>(
     }
 }
 
-/// [`walk`] for a selector that starts with `key`, over arguments still in
-/// their JSON text: reads that key's value alone (a string without escapes
-/// borrowed from the text). Text that does not read (never, once the params
-/// reader has checked it) is a failure.
-fn walk_raw_key(
-    raw: RawArgs<'_>,
-    key: &str,
-    rest: &[Step],
-    flatten: bool,
-    visit: &mut dyn FnMut(Slot<'_>) -> ControlFlow<()>,
-) -> ControlFlow<()> {
-    match raw_args::get(raw, key) {
-        Ok(None) => visit(Slot::Missing),
-        Ok(Some(raw_args::Found::Str(s))) if rest.is_empty() => visit(Slot::Found(Leaf::Str(&s))),
-        // A step into a string finds nothing.
-        Ok(Some(raw_args::Found::Str(_))) => visit(Slot::Missing),
-        Ok(Some(raw_args::Found::Json(value))) => walk(&value, rest, flatten, 0, visit),
-        Err(()) => visit(Slot::TooDeep),
-    }
-}
-
 /// What a test makes of a selector that finds nothing.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum OnMissing {
@@ -523,20 +442,9 @@ fn quantify<S: Sink>(
         ControlFlow::Continue(())
     };
     let _ = match operand {
-        Operand::Args(steps) => match (request.args, request.raw_args) {
-            (Some(args), _) => walk(args, steps, flatten, 0, &mut visit),
-            (None, Some(raw)) => match steps.split_first() {
-                // An observer is shown every value reached: it walks the
-                // built object, as do selectors not starting with a key.
-                Some((Step::Key(key), rest)) if !S::ON && facts.read_key_from_text() => {
-                    walk_raw_key(raw, key, rest, flatten, &mut visit)
-                }
-                _ => match facts.built_args(raw) {
-                    Ok(args) => walk(args, steps, flatten, 0, &mut visit),
-                    Err(()) => visit(Slot::TooDeep),
-                },
-            },
-            (None, None) => visit(Slot::Missing),
+        Operand::Args(steps) => match request.args {
+            Some(args) => walk(args, steps, flatten, 0, &mut visit),
+            None => visit(Slot::Missing),
         },
         Operand::Assigns(steps) => match request.assigns {
             Some(assigns) => walk(assigns, steps, flatten, 0, &mut visit),
@@ -617,16 +525,7 @@ fn eval_selected<S: Sink>(pred: &Pred, facts: &Facts<'_>, sink: &mut S) -> Tri {
                 sink.host(HostCall::Unregistered);
                 return Tri::Failed;
             };
-            // A host predicate sees the arguments built, as a host that
-            // built the request itself would have given them.
-            let mut request = *facts.request;
-            if let (None, Some(raw)) = (request.args, request.raw_args) {
-                let Ok(args) = facts.built_args(raw) else {
-                    return Tri::Failed;
-                };
-                request = request.with_args(args);
-            }
-            let outcome = catch_unwind(AssertUnwindSafe(|| p.call(&request)));
+            let outcome = catch_unwind(AssertUnwindSafe(|| p.call(facts.request)));
             if S::ON {
                 sink.host(match &outcome {
                     Ok(Ok(b)) => HostCall::Returned(*b),
@@ -688,28 +587,5 @@ fn eval_selected<S: Sink>(pred: &Pred, facts: &Facts<'_>, sink: &mut S) -> Tri {
                 (!leaf.as_str().is_some_and(inside)).into()
             })
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::ToolCallParams;
-
-    /// However many rules read the arguments' text, a decision reads it key
-    /// by key at most [`RAW_KEY_READS`] times, then builds it once.
-    #[test]
-    fn arguments_text_is_read_a_bounded_number_of_times() {
-        let params = ToolCallParams::from_json(br#"{"name":"x","arguments":{"a":1}}"#).unwrap();
-        let request = params.request("s");
-        let facts = Facts::new(&request, false);
-        for _ in 0..RAW_KEY_READS {
-            assert!(facts.read_key_from_text());
-        }
-        assert!(!facts.read_key_from_text());
-        let raw = request.raw_args.unwrap();
-        assert_eq!(facts.built_args(raw), Ok(&serde_json::json!({"a": 1})));
-        assert!(facts.built_args.get().is_some());
-        assert!(!facts.read_key_from_text());
     }
 }

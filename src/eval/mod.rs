@@ -2,65 +2,23 @@
 //! `visibility > deny > pin > ask > allow > default`.
 
 mod condition;
-mod decision;
 pub mod explain;
 #[cfg(feature = "cli")]
 pub mod owned;
-mod raw_args;
-mod request;
 pub(crate) mod sink;
-mod wire;
 
 use std::borrow::Cow;
 
+pub use crate::model::{Decision, Reason, Request, Source, Verdict};
 pub use condition::Tri;
-pub(crate) use condition::{compare_numbers, eval as eval_condition, Facts, MAX_LIST_NESTING};
-pub use decision::{Decision, Reason, Source, Verdict};
-pub use request::Request;
-pub use wire::{ParamsError, ToolCallParams};
+pub(crate) use condition::{eval as eval_condition, Facts, MAX_LIST_NESTING};
 
 use crate::fingerprint::ToolApproval;
 use crate::policy::{
-    hits_of,
-    names::{fold_name, FoldBuf, Folded},
-    Cand, Cands, DefaultDecision, Hits, Policy, Query, Rule,
+    hits_of, names::Names, Cand, Cands, DefaultDecision, Hits, List, Policy, Query, Rule,
 };
 use crate::syntax::{Effect, TargetKind};
 use sink::{RuleSeen, Sink};
-
-/// A request's names as each kind of list matches them: folded once.
-pub(crate) struct Names<'r> {
-    pub server: &'r str,
-    pub name: &'r str,
-    pub folded_server: Folded<'r>,
-    pub folded_name: Folded<'r>,
-}
-
-impl<'r> Names<'r> {
-    /// `name` is the request's name as matched: for a resource, its
-    /// normalized URI. Short ASCII names fold into `bufs`.
-    pub fn new(server: &'r str, name: &'r str, bufs: &'r mut [FoldBuf; 2]) -> Self {
-        let [server_buf, name_buf] = bufs;
-        Names {
-            server,
-            name,
-            folded_server: fold_name(server, server_buf),
-            folded_name: fold_name(name, name_buf),
-        }
-    }
-
-    /// The names as the index reads them.
-    pub fn query(&self) -> Query<'_> {
-        Query {
-            server: self.server,
-            name: self.name,
-            folded_server: self.folded_server.bytes(),
-            folded_name: self.folded_name.bytes(),
-            server_unfolded: self.folded_server.is_unchanged(),
-            name_unfolded: self.folded_name.is_unchanged(),
-        }
-    }
-}
 
 /// Why a request is refused before any rule sees it.
 pub(crate) enum Refused {
@@ -148,7 +106,7 @@ fn first_loose<'p, S: Sink>(
     sink: &mut S,
 ) -> Option<(&'p Rule, Match)> {
     let list = policy.list(effect);
-    let which = effect.index();
+    let which = List::from(effect);
     let mut next = 0;
     let mut last = None;
     for c in cands.iter().filter(|c| c.list() == which) {
@@ -197,7 +155,7 @@ fn first_allow<'p, S: Sink>(
     sink: &mut S,
 ) -> Option<&'p Rule> {
     let list = policy.list(Effect::Allow);
-    let which = Effect::Allow.index();
+    let which = List::Allow;
     let index = policy.index(kind);
     // For an observer: the rules a target names at all, so that a rule
     // left out for a new tool reads as skipped, not as not named.
@@ -235,6 +193,19 @@ fn first_allow<'p, S: Sink>(
     None
 }
 
+impl Decision {
+    /// Names the policy that decided, and the line of the deciding rule.
+    pub(crate) fn made_by(mut self, policy: &Policy) -> Self {
+        self.policy = Some(policy.shared_name.clone());
+        if self.line.is_none() {
+            self.line = self
+                .rule_span
+                .map(|span| u32::try_from(policy.source.line_of(span.start)).unwrap_or(u32::MAX));
+        }
+        self
+    }
+}
+
 fn by_rule(verdict: Verdict, source: Source, reason: Reason, rule: &Rule) -> Decision {
     Decision {
         decision: verdict,
@@ -247,18 +218,15 @@ fn by_rule(verdict: Verdict, source: Source, reason: Reason, rule: &Rule) -> Dec
     }
 }
 
-/// Whether the request's server's annotations are believed.
+/// Whether the annotations of the request's server are believed: only for
+/// a tool call, when the host trusts the server or the policy's `trusted`
+/// setting names it exactly as sent (or is `trusted all`). The one place
+/// trust is decided: conditions, `explain` and the pipeline all ask here
+/// (the checker's `untrusted_annotation` lint reads the setting itself,
+/// at load, with no request).
 pub(crate) fn trusts(policy: &Policy, request: &Request<'_>) -> bool {
-    trusted_given(policy, request, || {
-        policy.index(TargetKind::Tool).trusts(request.server)
-    })
-}
-
-/// [`trusts`], `listed` telling whether the tool index has the server
-/// among the ids the `trusted` setting lists (deciding knows it from the
-/// search for candidates).
-fn trusted_given(policy: &Policy, request: &Request<'_>, listed: impl FnOnce() -> bool) -> bool {
-    request.kind == TargetKind::Tool && (request.server_trusted || policy.trusts_listed(listed))
+    request.kind == TargetKind::Tool
+        && (request.server_trusted || policy.trusted.contains(request.server))
 }
 
 /// Decides one request against one policy.
@@ -318,12 +286,10 @@ pub(crate) fn run<S: Sink>(policy: &Policy, request: &Request<'_>, sink: &mut S)
         }
     }
     let approver = request.approver_available();
-    // Every candidate rule of the three lists, in file order: one search,
-    // which also finds whether the policy trusts the server.
+    // Every candidate rule of the three lists, in file order: one search.
     let mut cands = Cands::new();
-    let listed = policy.index(kind).candidates(&query, &mut cands);
-    let facts = Facts::new(request, trusted_given(policy, request, || listed))
-        .with_resolve_links(settings.resolve_links);
+    policy.index(kind).candidates(&query, &mut cands);
+    let facts = Facts::new(request, policy).with_resolve_links(settings.resolve_links);
 
     if let Some((rule, m)) = first_loose(policy, Effect::Deny, kind, &cands, &facts, sink) {
         let reason = match m {
@@ -390,11 +356,11 @@ mod tests {
     use crate::policy::names::fold;
     use crate::PolicySet;
 
-    /// The trust the tool index answers while searching is the policy's
-    /// `trusted` setting, exactly as written: ids that fold alike but
-    /// differ are not trusted, a trusted server with no rule is.
+    /// Trust is the host's, or the policy's `trusted` setting exactly as
+    /// written: ids that fold alike but differ are not trusted, a trusted
+    /// server with no rule is; never for a resource or a prompt.
     #[test]
-    fn the_index_answers_trust_as_the_setting_does() {
+    fn trust_is_the_hosts_or_the_setting_as_written() {
         let set = PolicySet::from_text(
             "p.mcppol",
             r#"policy p { trusted "GitHub", "fs", "no-rules", "*"
@@ -408,6 +374,11 @@ mod tests {
         let servers = [
             "GitHub", "github", "GITHUB", "fs", "FS", "no-rules", "no_rules", "*", "other", "",
         ];
+        let trusted_by_setting = |policy: &str, server: &str| match policy {
+            "p" => ["GitHub", "fs", "no-rules", "*"].contains(&server),
+            "r" => true,
+            _ => false,
+        };
         let mut checked = 0;
         for policy in set.iter() {
             for kind in TargetKind::ALL {
@@ -416,21 +387,9 @@ mod tests {
                         let mut request = Request::tool(server, "x");
                         request.kind = kind;
                         request.server_trusted = host;
-                        let mut bufs = [[0; 64]; 2];
-                        let names = Names::new(server, "x", &mut bufs);
-                        let listed = policy
-                            .index(kind)
-                            .candidates(&names.query(), &mut Cands::new());
-                        // The setting as written is the oracle.
                         let want = kind == TargetKind::Tool
-                            && (host
-                                || match &policy.settings.trusted {
-                                    crate::policy::Trusted::None => false,
-                                    crate::policy::Trusted::All => true,
-                                    crate::policy::Trusted::Servers(ids) => ids.contains(server),
-                                });
+                            && (host || trusted_by_setting(&policy.name, server));
                         let what = format!("{} {kind:?} {server} {host}", policy.name);
-                        assert_eq!(trusted_given(policy, &request, || listed), want, "{what}");
                         assert_eq!(trusts(policy, &request), want, "{what}");
                         checked += 1;
                     }
@@ -500,7 +459,7 @@ mod tests {
                                 let index = policy.index(kind);
                                 let mut cands = Cands::new();
                                 index.candidates(&query, &mut cands);
-                                let hits = hits_of(&cands, effect.index(), |c| {
+                                let hits = hits_of(&cands, List::from(effect), |c| {
                                     index.admits(c, &query, false)
                                 });
                                 let named: Vec<u32> = (0..list.rules.len() as u32)
@@ -522,7 +481,7 @@ mod tests {
                                     "{effect:?} {kind:?} {server}/{name}"
                                 );
                                 if !loose {
-                                    let exact = hits_of(&cands, effect.index(), |c| {
+                                    let exact = hits_of(&cands, List::from(effect), |c| {
                                         index.admits(c, &query, true)
                                     });
                                     let want: Vec<u32> = named

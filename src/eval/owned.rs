@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::Request;
 use crate::fingerprint::{fingerprint, Lock, ToolApproval};
-use crate::host::HostPredicates;
+use crate::model::HostPredicates;
 use crate::paths::Links;
 use crate::syntax::TargetKind;
 
@@ -158,7 +158,6 @@ impl OwnedRequest {
             server: &self.server,
             name: &self.name,
             args: Some(&self.args),
-            raw_args: None,
             annotations: self.annotations.as_ref(),
             taint: &taint,
             taint_unknown: self.taint_unknown,

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use crate::host::HostFn;
+use crate::model::HostFn;
 use crate::syntax::{CompareOp, Span};
 
 /// A compiled condition.

@@ -4,13 +4,11 @@
 pub mod compiled_regex;
 pub mod condition;
 pub mod glob;
-pub mod lookup;
+pub mod index;
 pub mod names;
 #[cfg(any(feature = "cli", test))]
 mod servers;
 pub mod settings;
-#[cfg(test)]
-pub mod target_index;
 
 use std::sync::Arc;
 
@@ -20,13 +18,15 @@ pub use compiled_regex::{CompiledRegex, RegexError};
 pub use condition::{
     AnnotationKey, Cond, Operand, PathRoot, Pred, Quantifier, RootError, Step, Test,
 };
-pub use lookup::{
-    hits_of, BuildMap, Cand, Cands, FoldedTarget, Hits, IndexedTarget, Lookup, NameMatcher, Query,
+pub use index::{
+    hits_of, BuildMap, Cand, Cands, FoldedTarget, Hits, Index, IndexBuilder, IndexedTarget, List,
+    NameMatcher, Query,
 };
+pub(crate) use settings::TrustedIds;
 pub use settings::{DefaultDecision, Scope, Settings, Trusted};
 
 use crate::diagnostics::SourceFile;
-use crate::syntax::{Effect, Span, TargetKind};
+use crate::model::{Effect, Span, TargetKind};
 
 /// One target of a rule as written, with its own matcher (used by
 /// `explain` and the checker; decisions go through the list's index).
@@ -84,7 +84,7 @@ pub struct Rule {
 }
 
 /// The rules of one effect, in file order (their targets are found
-/// through the policy's [`Lookup`] of each kind).
+/// through the policy's [`Index`] of each kind).
 #[derive(Debug, Clone, Default)]
 pub struct RuleList {
     pub rules: Vec<Rule>,
@@ -94,9 +94,9 @@ pub struct RuleList {
 /// (loose).
 #[derive(Debug, Clone, Default)]
 pub struct Visibility {
-    /// Exclude patterns as list 0, include patterns as list 2; hits are
-    /// positions in `patterns`.
-    pub(crate) lookup: Lookup,
+    /// Exclude patterns as [`List::EXCLUDE`], include patterns as
+    /// [`List::INCLUDE`]; hits are positions in `patterns`.
+    pub(crate) index: Index,
     /// Every pattern as written, in file order: what an explanation names.
     pub(crate) patterns: Vec<VisPattern>,
     pub span: Span,
@@ -148,10 +148,12 @@ pub struct Policy {
     /// `name`, shared by every decision the policy makes.
     pub(crate) shared_name: SmolStr,
     pub(crate) settings: Settings,
+    /// `settings.trusted` as deciding reads it.
+    pub(crate) trusted: TrustedIds,
     pub(crate) visibility: Option<Visibility>,
     pub(crate) lists: [RuleList; 3],
     /// The targets of the three lists, one index per kind of request.
-    pub(crate) index: [Lookup; 3],
+    pub(crate) index: [Index; 3],
     pub(crate) source: Arc<SourceFile>,
     pub(crate) span: Span,
     pub(crate) name_span: Span,
@@ -186,19 +188,8 @@ impl Policy {
     }
 
     /// The index of the rules' targets for one kind of request.
-    pub(crate) fn index(&self, kind: TargetKind) -> &Lookup {
+    pub(crate) fn index(&self, kind: TargetKind) -> &Index {
         &self.index[kind.index()]
-    }
-
-    /// Whether the policy's `trusted` setting names a server (or is
-    /// `trusted all`), `listed` telling whether the tool index has the
-    /// server among the listed ids (asked only for a list).
-    pub(crate) fn trusts_listed(&self, listed: impl FnOnce() -> bool) -> bool {
-        match &self.settings.trusted {
-            Trusted::None => false,
-            Trusted::All => true,
-            Trusted::Servers(_) => listed(),
-        }
     }
 
     /// Every rule: deny, then ask, then allow, each in file order.
@@ -209,7 +200,7 @@ impl Policy {
     /// Whether the visibility filter shows a tool to the model.
     pub fn is_visible(&self, server: &str, tool: &str) -> bool {
         let mut bufs = [[0; 64]; 2];
-        let names = crate::eval::Names::new(server, tool, &mut bufs);
+        let names = names::Names::new(server, tool, &mut bufs);
         let mut hits = Hits::new();
         self.visibility_folded(&names.query(), &mut hits).visible()
     }
@@ -221,15 +212,15 @@ impl Policy {
             return Shown::NoBlock;
         };
         let mut cands = Cands::new();
-        vis.lookup.candidates(query, &mut cands);
-        *hits = hits_of(&cands, 0, |_| true);
+        vis.index.candidates(query, &mut cands);
+        *hits = hits_of(&cands, List::EXCLUDE, |_| true);
         if !hits.is_empty() {
             return Shown::Excluded;
         }
-        if vis.lookup.list_is_empty(2) {
+        if vis.index.list_is_empty(List::INCLUDE) {
             return Shown::Unfiltered;
         }
-        *hits = hits_of(&cands, 2, |c| vis.lookup.admits(c, query, false));
+        *hits = hits_of(&cands, List::INCLUDE, |c| vis.index.admits(c, query, false));
         if hits.is_empty() {
             Shown::NotIncluded
         } else {

@@ -6,9 +6,15 @@
 //! loose matching only ever adds matches to exact matching. A character
 //! whose lower case is more than one character (`İ` lower-cases to `i` and
 //! a combining dot) is kept as it is.
+//!
+//! [`Names`] is a request's server and name folded once, as the index
+//! reads them ([`Query`]). Short ASCII names fold eight bytes at a time
+//! (`fold_ascii_into`; why: docs/performance.md).
 
 use std::borrow::Cow;
 use std::ops::Deref;
+
+use super::index::Query;
 
 /// Folds a tool, server or pattern name. Borrows when nothing changes (the
 /// common case: names that are already lower-case snake_case).
@@ -177,6 +183,45 @@ fn owned(name: &str) -> Folded<'_> {
     match fold(name) {
         Cow::Borrowed(same) => Folded::Borrowed(same),
         Cow::Owned(folded) => Folded::Owned(folded),
+    }
+}
+
+/// A request's names as each kind of list matches them: folded once, by
+/// the evaluator for every request and by [`crate::Policy::is_visible`].
+pub(crate) struct Names<'r> {
+    /// The server id as sent.
+    pub server: &'r str,
+    /// The name as matched (a resource's normalized URI).
+    pub name: &'r str,
+    /// The server id folded.
+    pub folded_server: Folded<'r>,
+    /// The name folded.
+    pub folded_name: Folded<'r>,
+}
+
+impl<'r> Names<'r> {
+    /// `name` is the request's name as matched: for a resource, its
+    /// normalized URI. Short ASCII names fold into `bufs`.
+    pub fn new(server: &'r str, name: &'r str, bufs: &'r mut [FoldBuf; 2]) -> Self {
+        let [server_buf, name_buf] = bufs;
+        Names {
+            server,
+            name,
+            folded_server: fold_name(server, server_buf),
+            folded_name: fold_name(name, name_buf),
+        }
+    }
+
+    /// The names as the index reads them.
+    pub fn query(&self) -> Query<'_> {
+        Query {
+            server: self.server,
+            name: self.name,
+            folded_server: self.folded_server.bytes(),
+            folded_name: self.folded_name.bytes(),
+            server_unfolded: self.folded_server.is_unchanged(),
+            name_unfolded: self.folded_name.is_unchanged(),
+        }
     }
 }
 

@@ -6,34 +6,7 @@
 use serde_json::Value;
 
 pub use super::keywords::{CompareOp, Effect};
-
-/// A byte range in the source text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct Span {
-    /// The first byte.
-    pub start: usize,
-    /// One past the last byte.
-    pub end: usize,
-}
-
-impl Span {
-    /// The bytes from `start` up to (not including) `end`.
-    pub fn new(start: usize, end: usize) -> Self {
-        Span { start, end }
-    }
-    /// How many bytes it covers.
-    pub fn len(&self) -> usize {
-        self.end.saturating_sub(self.start)
-    }
-    /// Whether it covers no byte.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-    /// The smallest span that covers both.
-    pub fn join(self, other: Span) -> Span {
-        Span::new(self.start.min(other.start), self.end.max(other.end))
-    }
-}
+pub use crate::model::{Span, TargetKind};
 
 /// A value and where it was written.
 #[derive(Debug, Clone, PartialEq)]
@@ -108,33 +81,6 @@ pub struct VisibilityEntry {
     pub include: bool,
     pub targets: Vec<TargetAst>,
     pub span: Span,
-}
-
-/// What a rule's targets name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TargetKind {
-    /// A tool call (`tools/call`).
-    Tool,
-    /// A resource read (`resources/read`); the name is the URI.
-    Resource,
-    /// A prompt get (`prompts/get`).
-    Prompt,
-}
-
-impl TargetKind {
-    /// Every kind, in this order.
-    pub const ALL: [TargetKind; 3] = [TargetKind::Tool, TargetKind::Resource, TargetKind::Prompt];
-    /// `tool`, `resource` or `prompt`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TargetKind::Tool => "tool",
-            TargetKind::Resource => "resource",
-            TargetKind::Prompt => "prompt",
-        }
-    }
-    pub(crate) fn index(self) -> usize {
-        self as usize
-    }
 }
 
 /// `EFFECT [ID:] [KIND] TARGET, ... [when COND]`.

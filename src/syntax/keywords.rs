@@ -54,25 +54,7 @@ macro_rules! keywords {
     };
 }
 
-keywords! {
-    /// `deny`, `ask` or `allow`: what a rule does.
-    Effect {
-        Deny => "deny",
-        Ask => "ask",
-        Allow => "allow",
-    }
-}
-
-impl Effect {
-    /// The rule list of this effect in the compiled policy.
-    pub fn index(self) -> usize {
-        match self {
-            Effect::Deny => 0,
-            Effect::Ask => 1,
-            Effect::Allow => 2,
-        }
-    }
-}
+pub use crate::model::Effect;
 
 keywords! {
     /// Words that open a block.

@@ -86,4 +86,3 @@ mod store_notify;
 #[cfg(feature = "cli")]
 mod tainted_by;
 mod telemetry;
-mod wire_args;

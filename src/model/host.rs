@@ -1,11 +1,13 @@
 //! Host predicates: named tests that the embedding program registers and
-//! policies call as `host.NAME`.
+//! policies call as `host.NAME`. A compiled policy holds the registered
+//! function and the evaluator calls it with the request, so its type is
+//! part of the vocabulary both share.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::eval::Request;
+use super::Request;
 
 /// A host predicate: true or false for a request, or an error (which fails
 /// closed: the predicate counts as matching in deny and ask rules and as not

@@ -1,9 +1,10 @@
 //! The answer: a verdict, the stage that gave it, why, and which rule.
+//! The evaluator makes one; every front door maps it to its own wire.
 
 use serde::Serialize;
 use smol_str::SmolStr;
 
-use crate::syntax::Span;
+use super::Span;
 
 /// `allow`, `ask` or `deny`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -153,17 +154,6 @@ impl Decision {
             line: None,
             rule_span: None,
         }
-    }
-
-    /// Names the policy that decided, and the line of the deciding rule.
-    pub(crate) fn made_by(mut self, policy: &crate::Policy) -> Self {
-        self.policy = Some(policy.shared_name.clone());
-        if self.line.is_none() {
-            self.line = self
-                .rule_span
-                .map(|span| u32::try_from(policy.source.line_of(span.start)).unwrap_or(u32::MAX));
-        }
-        self
     }
 
     /// The decision for a request that names a policy that is not loaded.

@@ -1,12 +1,10 @@
-//! What a host asks about: one tool call, resource read or prompt get.
+//! What a host asks about: one tool call, resource read or prompt get,
+//! with everything a policy may read of it. Every front door builds one and
+//! the evaluator reads it; the host predicate type takes one.
 
 use serde_json::Value;
 
-use super::raw_args::RawArgs;
-
-use crate::fingerprint::ToolApproval;
-use crate::paths::Links;
-use crate::syntax::TargetKind;
+use super::{Links, TargetKind, ToolApproval};
 
 /// A request to decide. Borrowed from the host's own data: building one
 /// allocates nothing.
@@ -52,10 +50,6 @@ pub struct Request<'a> {
     pub name: &'a str,
     /// The call's final arguments (a JSON object). `None` reads as `{}`.
     pub args: Option<&'a Value>,
-    /// The arguments as JSON text, when the request was built from the
-    /// wire ([`crate::ToolCallParams::request`]) and `args` is `None`:
-    /// conditions read the keys they name from it.
-    pub(crate) raw_args: Option<RawArgs<'a>>,
     /// The tool's MCP `annotations` object (`readOnlyHint`, ...).
     pub annotations: Option<&'a Value>,
     /// Server ids whose output is already in the model's context.
@@ -96,7 +90,6 @@ impl<'a> Request<'a> {
             server,
             name,
             args: None,
-            raw_args: None,
             annotations: None,
             taint: &[],
             taint_unknown: false,
@@ -128,15 +121,6 @@ impl<'a> Request<'a> {
     /// The call's arguments.
     pub fn with_args(mut self, args: &'a Value) -> Self {
         self.args = Some(args);
-        self.raw_args = None;
-        self
-    }
-
-    /// The call's arguments as JSON text, read key by key as conditions
-    /// name them (already checked: valid JSON, not nested too deep).
-    pub(crate) fn with_raw_args(mut self, args: RawArgs<'a>) -> Self {
-        self.args = None;
-        self.raw_args = Some(args);
         self
     }
 

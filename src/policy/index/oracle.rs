@@ -1,7 +1,7 @@
-//! The target index as it was before `lookup`: for one list of rules (say
-//! the deny rules on tools), which rules' targets match a `(server, name)`
-//! pair. Only the tests build it now, as the oracle the decision index
-//! (`lookup.rs`) is checked against.
+//! The target index as it was before the decision index: for one list of
+//! rules (say the deny rules on tools), which rules' targets match a
+//! `(server, name)` pair. Compiled only for the tests, as the oracle the
+//! decision index is checked against (`tests.rs`); never in a build.
 //!
 //! Targets are filed by the shape of their server segment (a literal server,
 //! any server, or a server glob) and then of their name segment (literal,
@@ -12,9 +12,9 @@
 
 use smallvec::SmallVec;
 
-use super::glob::Glob;
-use super::lookup::{FastMap, Hits, IndexedTarget, NameMatcher};
-use super::CompiledRegex as Regex;
+use super::super::glob::Glob;
+use super::super::CompiledRegex as Regex;
+use super::{BuildMap as FastMap, Hits, IndexedTarget, NameMatcher};
 
 /// Candidates for one server: name patterns by shape.
 #[derive(Debug, Default, Clone)]
