@@ -6,13 +6,16 @@
 // The modules are the crate's own; what a host uses is re-exported below.
 pub(crate) mod connection;
 pub(crate) mod framing;
+pub(crate) mod handle;
 pub(crate) mod jsonrpc;
 pub(crate) mod memory;
+pub(crate) mod peer;
 pub(crate) mod stdio;
 pub(crate) mod transport;
 
 pub use connection::{ConnectOptions, Connection, DEFAULT_MAX_PENDING, MAX_SERVER_REQUESTS};
 pub use framing::DEFAULT_MAX_LINE_BYTES;
+pub use handle::CallHandle;
 pub use jsonrpc::{codes, Notification, RpcError};
 pub use memory::{text_result, FakeServer, MemoryTransport, ToolHandler, MAX_RECORDED};
 pub use stdio::StdioTransport;

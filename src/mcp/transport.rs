@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 use tokio::sync::broadcast;
 
+use super::handle::CallHandle;
 use super::jsonrpc::{Notification, RpcError};
 
 /// A boxed future that can cross threads (keeps [`Transport`] usable as
@@ -195,6 +196,29 @@ pub trait Transport: Send + Sync {
         method: &'a str,
         params: Option<Value>,
     ) -> BoxFuture<'a, Result<Value, McpError>>;
+
+    /// Sends a request for a call whose `handle` may cancel it: once the
+    /// handle is cancelled the request fails without waiting for its
+    /// answer, and one made afterwards is not sent. The crate's own
+    /// transports over a [`Connection`](super::Connection) also tell the
+    /// server (`notifications/cancelled` under the request's id); this
+    /// default, for any other transport, only stops waiting.
+    fn request_with<'a>(
+        &'a self,
+        method: &'a str,
+        params: Option<Value>,
+        handle: &'a CallHandle,
+    ) -> BoxFuture<'a, Result<Value, McpError>> {
+        Box::pin(async move {
+            if handle.is_cancelled() {
+                return Err(CallHandle::cancelled_error());
+            }
+            tokio::select! {
+                outcome = self.request(method, params) => outcome,
+                () = handle.cancelled() => Err(CallHandle::cancelled_error()),
+            }
+        })
+    }
 
     /// Sends a notification.
     fn notify<'a>(

@@ -18,7 +18,7 @@ use super::shape::shape_result;
 use super::types::{args_digest, CallOptions, HookCtx, ToolCall, ToolResult};
 use super::{Baseline, Catalog, Pipeline, ToolEntry};
 use crate::fingerprint::ToolApproval;
-use crate::mcp::{BoxFuture, Transport};
+use crate::mcp::{BoxFuture, CallHandle, Transport};
 use crate::{Decision, Policy, Request, Verdict};
 
 /// Why a decision event had the approval it had.
@@ -215,14 +215,28 @@ async fn send_direct(
     transport: Arc<dyn Transport>,
     call: ToolCall,
     params: Option<Arc<Map<String, Value>>>,
+    handle: Option<&CallHandle>,
 ) -> Result<ToolResult, CallError> {
-    let raw = match params.filter(|p| !p.is_empty()) {
-        None => {
+    let raw = match (params.filter(|p| !p.is_empty()), handle) {
+        (None, None) => {
             transport
                 .call_tool(&call.name, call.arguments, call.meta)
                 .await?
         }
-        Some(rest) => {
+        (None, Some(handle)) => {
+            // `call_tool`'s request, sent under the caller's handle.
+            let mut params = Map::with_capacity(3);
+            params.insert("name".into(), Value::from(call.name));
+            params.insert("arguments".into(), call.arguments);
+            if let Some(meta) = call.meta {
+                params.insert("_meta".into(), meta);
+            }
+            let raw = transport
+                .request_with("tools/call", Some(Value::Object(params)), handle)
+                .await?;
+            expect_object(raw, "tools/call")?
+        }
+        (Some(rest), handle) => {
             // The caller's other params (a task's `task`, ...) go as they
             // came; the ones the pipeline writes are its own.
             let mut params = Map::with_capacity(rest.len() + 3);
@@ -236,12 +250,24 @@ async fn send_direct(
                     params.insert(k.clone(), v.clone());
                 }
             }
-            transport
-                .request("tools/call", Some(Value::Object(params)))
-                .await?
+            request(&*transport, "tools/call", Value::Object(params), handle).await?
         }
     };
     Ok(ToolResult::from_value(raw)?)
+}
+
+/// Sends a request, under the caller's handle when there is one.
+async fn request(
+    transport: &dyn Transport,
+    method: &str,
+    params: Value,
+    handle: Option<&CallHandle>,
+) -> Result<Value, crate::mcp::McpError> {
+    let params = Some(params);
+    match handle {
+        Some(handle) => transport.request_with(method, params, handle).await,
+        None => transport.request(method, params).await,
+    }
 }
 
 /// `params` (the request's other params) with the keys the pipeline
@@ -282,6 +308,9 @@ struct Chain {
     transport: Arc<dyn Transport>,
     call: ToolCall,
     params: Option<Arc<Map<String, Value>>>,
+    /// Carried to the send whichever task runs it (each hook runs on one
+    /// of its own), so the caller can cancel what it sent.
+    handle: Option<CallHandle>,
     hooks: Vec<Arc<Hook>>,
     base: HookCtx,
     timeout: std::time::Duration,
@@ -300,6 +329,7 @@ fn run_chain(chain: Arc<Chain>, i: usize) -> BoxFuture<'static, Result<ToolResul
                 chain.transport.clone(),
                 chain.call.clone(),
                 chain.params.clone(),
+                chain.handle.as_ref(),
             )
             .await;
         };
@@ -1046,12 +1076,13 @@ impl Pipeline {
             .cloned()
             .collect();
         if around.is_empty() {
-            return send_direct(self.transport.clone(), call, params).await;
+            return send_direct(self.transport.clone(), call, params, opts.handle.as_ref()).await;
         }
         let chain = Arc::new(Chain {
             transport: self.transport.clone(),
             call,
             params,
+            handle: opts.handle.clone(),
             hooks: around,
             base: base.get().clone(),
             timeout: self.send_timeout,
@@ -1197,7 +1228,10 @@ impl Pipeline {
                 }
             }
         };
-        if opts.params.as_ref().is_none_or(Map::is_empty) && opts.meta.is_none() {
+        if opts.params.as_ref().is_none_or(Map::is_empty)
+            && opts.meta.is_none()
+            && opts.handle.is_none()
+        {
             return Ok(self.transport.read_resource(&sent).await?);
         }
         let mut own = Map::new();
@@ -1206,10 +1240,13 @@ impl Pipeline {
             own.insert("_meta".into(), meta.clone());
         }
         let params = with_params(own, opts.params.as_ref());
-        let result = self
-            .transport
-            .request("resources/read", Some(params))
-            .await?;
+        let result = request(
+            &*self.transport,
+            "resources/read",
+            params,
+            opts.handle.as_ref(),
+        )
+        .await?;
         expect_object(result, "resources/read")
     }
 
@@ -1289,7 +1326,10 @@ impl Pipeline {
         if decision.decision != Verdict::Allow {
             return Err(CallError::denied(decision));
         }
-        if opts.params.as_ref().is_none_or(Map::is_empty) && opts.meta.is_none() {
+        if opts.params.as_ref().is_none_or(Map::is_empty)
+            && opts.meta.is_none()
+            && opts.handle.is_none()
+        {
             return Ok(self.transport.get_prompt(name, arguments).await?);
         }
         let mut own = Map::new();
@@ -1301,7 +1341,13 @@ impl Pipeline {
             own.insert("_meta".into(), meta.clone());
         }
         let params = with_params(own, opts.params.as_ref());
-        let result = self.transport.request("prompts/get", Some(params)).await?;
+        let result = request(
+            &*self.transport,
+            "prompts/get",
+            params,
+            opts.handle.as_ref(),
+        )
+        .await?;
         expect_object(result, "prompts/get")
     }
 }
