@@ -52,13 +52,13 @@ mod eval;
 mod fingerprint;
 mod fmt;
 /// Internals for the fuzz targets under `fuzz/` (feature `fuzzing`, never a
-/// default): not API. Without the feature the module is private, and the
-/// formatter's unit tests still share its `meaning`.
+/// default): not API. Without the feature it is compiled only for the
+/// unit tests (the formatter's share its `meaning`), private.
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 #[allow(missing_docs)]
 pub mod fuzzing;
-#[cfg(not(feature = "fuzzing"))]
+#[cfg(all(test, not(feature = "fuzzing")))]
 #[allow(dead_code, unused_imports)]
 mod fuzzing;
 mod host;
@@ -88,14 +88,16 @@ mod testing;
 mod uri;
 
 /// The README's Rust examples, compiled and run as doc tests (they use
-/// the store and the pipeline, so only in a build with them).
+/// the store, the pipeline and its test doubles, so only in a build with
+/// `test-util`, which `cargo test` turns on).
 #[doc = include_str!("../README.md")]
-#[cfg(all(doctest, feature = "pipeline"))]
+#[cfg(all(doctest, feature = "test-util"))]
 pub struct ReadmeDoctests;
 
-/// The pipeline guide's Rust examples, compiled and run as doc tests.
+/// The pipeline guide's Rust examples, compiled and run as doc tests
+/// (with `test-util`, as the README's).
 #[doc = include_str!("../docs/pipeline.md")]
-#[cfg(all(doctest, feature = "pipeline"))]
+#[cfg(all(doctest, feature = "test-util"))]
 pub struct PipelineDoctests;
 
 use std::path::Path;

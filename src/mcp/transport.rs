@@ -161,10 +161,10 @@ impl RequestHandler for DefaultHandler {
 ///
 /// Implementors provide [`Transport::request`], [`Transport::notify`],
 /// [`Transport::subscribe`] and [`Transport::server`]; the MCP methods are
-/// built on them. The crate has three: [`StdioTransport`](super::StdioTransport)
-/// (a child process), [`Connection`](super::Connection) (any pair of byte
-/// streams) and [`MemoryTransport`](super::MemoryTransport) (a scripted
-/// server, for tests).
+/// built on them. The crate has two: [`StdioTransport`](super::StdioTransport)
+/// (a child process) and [`Connection`](super::Connection) (any pair of
+/// byte streams); with the feature `test-util`, a third, `MemoryTransport`
+/// (a scripted server, for tests), which the example below uses.
 ///
 /// # Errors
 ///
