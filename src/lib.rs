@@ -33,11 +33,6 @@
 // per-call stack probe, see `syntax`): its code names `alloc`.
 extern crate alloc;
 
-// Unit tests that share code with the integration tests and benches (the
-// policy generator, `benches/common/gen.rs`) name the crate `mcppol::`.
-#[cfg(test)]
-extern crate self as mcppol;
-
 // Every module is private: what a host uses is re-exported below, so an
 // internal rename is never a breaking change.
 // Claude Code's permission hook, run by `mcppol claude-hook`.
@@ -83,6 +78,13 @@ mod proxy;
 #[cfg(feature = "store")]
 mod store;
 mod syntax;
+/// What the crate's own tests and benches share (feature `test-util`):
+/// the policy and request generator, the parser's token soup, the
+/// formatter's checks. For tests; not a stable API.
+#[cfg(feature = "test-util")]
+pub mod test_util;
+#[cfg(all(test, not(feature = "test-util")))]
+mod test_util;
 #[cfg(feature = "cli")]
 mod testing;
 mod uri;

@@ -7,8 +7,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-#[path = "../../benches/common/gen.rs"]
-mod gen;
+use mcppol::test_util::gen;
 
 use mcppol::{HostPredicates, LoadOptions, Policy, PolicySet, Request, ToolCallParams};
 use proptest::prelude::*;

@@ -3,8 +3,6 @@
 #![allow(dead_code, clippy::unwrap_used)]
 
 pub mod case;
-pub mod fmt_check;
-mod words;
 
 use std::sync::{Arc, Mutex};
 
@@ -49,7 +47,7 @@ impl std::io::Write for Captured {
 }
 
 #[allow(unused_imports)] // not every test binary uses it
-pub use words::WORDS;
+pub use mcppol::test_util::words::WORDS;
 
 /// [`capture_logs`] for async code: runs `f` on the current task with a
 /// capturing subscriber (current-thread runtimes run spawned tasks on

@@ -1,8 +1,9 @@
 //! Generator of realistic policy sets and request mixes for the benchmarks.
 //!
-//! Shared, copy-free, by the main crate's criterion benches
-//! (`#[path = "common/gen.rs"]`) and by the Cedar / regorus comparison crate
-//! (`benches/compare`, `#[path = "../../common/gen.rs"]`).
+//! Shared by the crate's criterion benches, its tests (the parser's
+//! differential test, the allocation and wire tests) and the Cedar /
+//! regorus comparison crate (`benches/compare`), all as
+//! `mcppol::test_util::gen` (feature `test-util`).
 //!
 //! A policy set of N rules looks like a gateway's: a few global rules (bare
 //! tool names, `*/...` globs, a `*` rule on taint and annotations), then one
@@ -19,11 +20,14 @@
 //! are `like "lit*"` / `like "*lit"`), request paths are absolute (so their
 //! canonical form does not depend on the root), numbers are integers.
 
-#![allow(dead_code)]
-
 use std::fmt::Write as _;
 
 use serde_json::{json, Value};
+
+mod servers;
+
+use servers::{global_rules, make_server, s, server_rules, Rules, NOUNS};
+pub use servers::{Kind, Server};
 
 /// Rule counts the benchmarks run at.
 pub const SIZES: [usize; 4] = [10, 100, 1_000, 10_000];
@@ -383,501 +387,6 @@ impl PolicySpec {
     }
 }
 
-/// What a server is for: picks its tools and its rules.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Code,
-    Files,
-    Database,
-    Chat,
-    Tickets,
-    Cloud,
-}
-
-/// One MCP server of the gateway.
-#[derive(Debug, Clone)]
-pub struct Server {
-    pub id: String,
-    pub kind: Kind,
-    pub tools: Vec<String>,
-}
-
-const BASES: [(&str, Kind); 16] = [
-    ("github", Kind::Code),
-    ("fs", Kind::Files),
-    ("postgres", Kind::Database),
-    ("slack", Kind::Chat),
-    ("jira", Kind::Tickets),
-    ("aws", Kind::Cloud),
-    ("gitlab", Kind::Code),
-    ("google-drive", Kind::Files),
-    ("my_sql", Kind::Database),
-    ("teams", Kind::Chat),
-    ("linear", Kind::Tickets),
-    ("k8s", Kind::Cloud),
-    ("bitbucket", Kind::Code),
-    ("s3", Kind::Files),
-    ("snowflake", Kind::Database),
-    ("zendesk", Kind::Tickets),
-];
-
-const NOUNS: [&str; 24] = [
-    "issue",
-    "repo",
-    "file",
-    "user",
-    "message",
-    "channel",
-    "ticket",
-    "table",
-    "record",
-    "branch",
-    "commit",
-    "invoice",
-    "report",
-    "page",
-    "dashboard",
-    "bucket",
-    "cluster",
-    "secret",
-    "comment",
-    "label",
-    "project",
-    "workflow",
-    "alert",
-    "schema",
-];
-
-fn kind_tools(kind: Kind) -> &'static [&'static str] {
-    match kind {
-        Kind::Code => &[
-            "push",
-            "push_tags",
-            "merge_branch",
-            "merge_pull_request",
-            "run_workflow",
-            "delete_repo",
-            "fork_repo",
-        ],
-        Kind::Files => &[
-            "read_file",
-            "write_file",
-            "move_file",
-            "list_directory",
-            "share_file",
-        ],
-        Kind::Database => &["query", "run_migration", "drop_table", "export_table"],
-        Kind::Chat => &["post_message", "send_dm", "send_email", "invite_user"],
-        Kind::Tickets => &["close_ticket", "assign_ticket", "create_ticket"],
-        Kind::Cloud => &["deploy", "scale_cluster", "rotate_secret", "admin_reset"],
-    }
-}
-
-fn make_server(i: usize, rng: &mut Rng) -> Server {
-    let (base, kind) = BASES[i % BASES.len()];
-    let round = i / BASES.len();
-    let id = if round == 0 {
-        base.to_string()
-    } else {
-        format!("{base}-{round}")
-    };
-    let mut tools: Vec<String> = kind_tools(kind).iter().map(|t| t.to_string()).collect();
-    // Generic CRUD tools on a few of the server's nouns.
-    let first = rng.below(NOUNS.len());
-    for k in 0..4 {
-        let noun = NOUNS[(first + k * 5) % NOUNS.len()];
-        for verb in ["get", "list", "search", "create", "update", "delete"] {
-            tools.push(format!("{verb}_{noun}"));
-        }
-    }
-    tools.push("user_admin".to_string());
-    Server { id, kind, tools }
-}
-
-/// Builds rules with their list indexes.
-struct Rules {
-    rules: Vec<RuleSpec>,
-    next: [usize; 3],
-    limit: usize,
-}
-
-impl Rules {
-    fn full(&self) -> bool {
-        self.rules.len() >= self.limit
-    }
-
-    fn add(
-        &mut self,
-        effect: Effect,
-        name: Option<String>,
-        targets: Vec<Target>,
-        cond: Option<Cond>,
-    ) {
-        if self.full() {
-            return;
-        }
-        let slot = effect as usize;
-        let index = self.next[slot];
-        self.next[slot] += 1;
-        let (id, named) = match name {
-            Some(n) => (n, true),
-            None => (format!("{}:{index}", effect.keyword()), false),
-        };
-        self.rules.push(RuleSpec {
-            effect,
-            id,
-            index,
-            named,
-            targets,
-            cond,
-        });
-    }
-}
-
-fn pair(server: &str, tool: &str) -> Target {
-    Target::Pair {
-        server: server.to_string(),
-        tool: tool.to_string(),
-    }
-}
-
-fn s(v: &str) -> String {
-    v.to_string()
-}
-
-fn nouns_of(server: &Server) -> Vec<&str> {
-    server
-        .tools
-        .iter()
-        .filter_map(|t| t.strip_prefix("get_"))
-        .collect()
-}
-
-/// The rules about one server, in file order.
-fn server_rules(rules: &mut Rules, server: &Server, n: usize, rng: &mut Rng) {
-    let id = server.id.as_str();
-    let nouns = nouns_of(server);
-    let noun = |k: usize| nouns[k % nouns.len()];
-    rules.add(
-        Effect::Allow,
-        None,
-        vec![pair(id, "get_*"), pair(id, "list_*")],
-        None,
-    );
-    rules.add(
-        Effect::Allow,
-        None,
-        vec![pair(id, "search_*")],
-        Some(Cond::Ann(Ann::ReadOnly, true)),
-    );
-    rules.add(
-        Effect::Ask,
-        None,
-        vec![pair(id, "create_*"), pair(id, "update_*")],
-        None,
-    );
-    if n.is_multiple_of(3) {
-        rules.add(Effect::Deny, None, vec![pair(id, "delete_*")], None);
-    } else {
-        rules.add(
-            Effect::Deny,
-            None,
-            vec![pair(id, &format!("delete_{}", noun(1)))],
-            None,
-        );
-        rules.add(Effect::Ask, None, vec![pair(id, "delete_*")], None);
-    }
-    match server.kind {
-        Kind::Code => {
-            rules.add(
-                Effect::Deny,
-                Some(format!("no_force_push_{n}")),
-                vec![Target::Regex {
-                    server: s(id),
-                    re: Re::Prefix(s("push")),
-                }],
-                Some(Cond::Cmp {
-                    key: s("force"),
-                    op: Op::Eq,
-                    value: Lit::Bool(true),
-                }),
-            );
-            rules.add(
-                Effect::Allow,
-                None,
-                vec![pair(id, "merge_*")],
-                Some(Cond::And(vec![
-                    Cond::In {
-                        key: s("branch"),
-                        values: vec![Lit::Str(s("dev")), Lit::Str(s("staging"))],
-                    },
-                    Cond::PrincipalIn(vec![s("dana"), s("omar")]),
-                ])),
-            );
-            rules.add(
-                Effect::Allow,
-                None,
-                vec![pair(id, "run_workflow")],
-                Some(Cond::And(vec![
-                    Cond::Matches {
-                        key: s("ref"),
-                        re: Re::Prefix(s("refs/heads/release-")),
-                    },
-                    Cond::AssignEq {
-                        key: s("role"),
-                        value: s("ops"),
-                    },
-                ])),
-            );
-            rules.add(Effect::Allow, None, vec![pair(id, "push")], None);
-        }
-        Kind::Files => {
-            let root = format!("/srv/{id}");
-            rules.add(
-                Effect::Deny,
-                Some(format!("sandbox_{n}")),
-                vec![pair(id, "write_file"), pair(id, "move_file")],
-                Some(Cond::Escapes {
-                    key: s("path"),
-                    root: root.clone(),
-                }),
-            );
-            rules.add(
-                Effect::Allow,
-                None,
-                vec![pair(id, "read_file"), pair(id, "write_file")],
-                Some(Cond::Inside {
-                    key: s("path"),
-                    root,
-                }),
-            );
-            rules.add(
-                Effect::Allow,
-                None,
-                vec![pair(id, "list_directory")],
-                Some(Cond::Ann(Ann::ReadOnly, true)),
-            );
-            rules.add(
-                Effect::Ask,
-                None,
-                vec![pair(id, "share_*")],
-                Some(Cond::Ann(Ann::OpenWorld, true)),
-            );
-        }
-        Kind::Database => {
-            rules.add(
-                Effect::Deny,
-                None,
-                vec![pair(id, "query")],
-                Some(Cond::Cmp {
-                    key: s("limit"),
-                    op: Op::Gt,
-                    value: Lit::Int(10_000),
-                }),
-            );
-            rules.add(Effect::Deny, None, vec![pair(id, "drop_*")], None);
-            rules.add(
-                Effect::Ask,
-                None,
-                vec![pair(id, "query")],
-                Some(Cond::Matches {
-                    key: s("table"),
-                    re: Re::Prefix(s("tmp_")),
-                }),
-            );
-            rules.add(
-                Effect::Allow,
-                None,
-                vec![pair(id, "query")],
-                Some(Cond::And(vec![
-                    Cond::Cmp {
-                        key: s("limit"),
-                        op: Op::Le,
-                        value: Lit::Int(1_000),
-                    },
-                    Cond::In {
-                        key: s("mode"),
-                        values: vec![Lit::Str(s("read")), Lit::Str(s("explain"))],
-                    },
-                ])),
-            );
-            rules.add(
-                Effect::Allow,
-                None,
-                vec![pair(id, "export_*")],
-                Some(Cond::Ann(Ann::Destructive, false)),
-            );
-        }
-        Kind::Chat => {
-            rules.add(
-                Effect::Deny,
-                None,
-                vec![pair(id, "send_*")],
-                Some(Cond::Tainted { ignore: vec![] }),
-            );
-            rules.add(
-                Effect::Ask,
-                None,
-                vec![pair(id, "post_message")],
-                Some(Cond::Tainted {
-                    ignore: vec![s("jira"), s("linear")],
-                }),
-            );
-            rules.add(
-                Effect::Allow,
-                None,
-                vec![pair(id, "post_message"), pair(id, "send_dm")],
-                Some(Cond::In {
-                    key: s("channel"),
-                    values: vec![
-                        Lit::Str(s("general")),
-                        Lit::Str(s("eng")),
-                        Lit::Str(s("ops")),
-                    ],
-                }),
-            );
-        }
-        Kind::Tickets => {
-            rules.add(
-                Effect::Allow,
-                None,
-                vec![pair(id, "close_ticket"), pair(id, "assign_ticket")],
-                Some(Cond::And(vec![
-                    Cond::Matches {
-                        key: s("id"),
-                        re: Re::Prefix(s("T-")),
-                    },
-                    Cond::PrincipalIn(vec![s("dana"), s("omar")]),
-                ])),
-            );
-            rules.add(
-                Effect::Ask,
-                None,
-                vec![pair(id, "create_ticket")],
-                Some(Cond::Cmp {
-                    key: s("priority"),
-                    op: Op::Ge,
-                    value: Lit::Int(3),
-                }),
-            );
-            rules.add(Effect::Allow, None, vec![pair(id, "create_ticket")], None);
-        }
-        Kind::Cloud => {
-            rules.add(
-                Effect::Deny,
-                None,
-                vec![Target::Regex {
-                    server: s(id),
-                    re: Re::Prefix(s("admin_")),
-                }],
-                None,
-            );
-            rules.add(
-                Effect::Ask,
-                None,
-                vec![pair(id, "deploy"), pair(id, "scale_*")],
-                Some(Cond::Cmp {
-                    key: s("replicas"),
-                    op: Op::Gt,
-                    value: Lit::Int(10),
-                }),
-            );
-            rules.add(
-                Effect::Allow,
-                None,
-                vec![pair(id, "deploy"), pair(id, "scale_cluster")],
-                Some(Cond::AssignEq {
-                    key: s("role"),
-                    value: s("ops"),
-                }),
-            );
-        }
-    }
-    // Exact allows on a few plain tools (the bulk of a real allow list).
-    let mut exact: Vec<Target> = Vec::new();
-    for k in 0..3 {
-        exact.push(pair(id, &format!("create_{}", noun(k + 2))));
-    }
-    rules.add(Effect::Allow, None, exact, None);
-    rules.add(
-        Effect::Allow,
-        None,
-        vec![pair(id, &format!("update_{}", noun(0)))],
-        Some(Cond::PrincipalIn(vec![s("dana")])),
-    );
-    if n % 2 == 1 {
-        rules.add(
-            Effect::Ask,
-            None,
-            vec![Target::Regex {
-                server: s(id),
-                re: Re::Suffix(s("_admin")),
-            }],
-            None,
-        );
-    }
-    if rng.chance(30) {
-        rules.add(
-            Effect::Deny,
-            None,
-            vec![pair(id, &format!("*_{}", noun(3)))],
-            Some(Cond::Tainted {
-                ignore: vec![s(id)],
-            }),
-        );
-    }
-}
-
-/// A rule before it gets its id: list, written id, targets, condition.
-type Draft = (Effect, Option<String>, Vec<Target>, Option<Cond>);
-
-/// The few rules a gateway has about every server.
-fn global_rules(rules: &mut Rules, count: usize) {
-    let all: Vec<Draft> = vec![
-        (
-            Effect::Deny,
-            None,
-            vec![
-                pair("*", "delete_repo"),
-                Target::Bare {
-                    tool: s("drop_database"),
-                },
-            ],
-            None,
-        ),
-        (
-            Effect::Ask,
-            Some(s("tainted_open_world")),
-            vec![Target::Any],
-            Some(Cond::And(vec![
-                Cond::Ann(Ann::OpenWorld, true),
-                Cond::Tainted {
-                    ignore: vec![s("docs")],
-                },
-            ])),
-        ),
-        (Effect::Deny, None, vec![pair("*", "purge_*")], None),
-        (Effect::Ask, None, vec![pair("*", "share_*")], None),
-        (Effect::Deny, None, vec![pair("git*", "force_push")], None),
-        (
-            Effect::Allow,
-            None,
-            vec![Target::Bare { tool: s("status") }],
-            None,
-        ),
-        (Effect::Allow, None, vec![pair("*", "ping")], None),
-        (
-            Effect::Deny,
-            None,
-            vec![Target::Bare { tool: s("exec_*") }],
-            Some(Cond::Tainted { ignore: vec![] }),
-        ),
-    ];
-    for (effect, name, targets, cond) in all.into_iter().take(count) {
-        rules.add(effect, name, targets, cond);
-    }
-}
-
 /// How many of the global rules a policy of `size` rules has: one at 10
 /// rules, all eight from 80 rules on.
 pub fn default_globals(size: usize) -> usize {
@@ -920,7 +429,7 @@ pub fn policy_with(size: usize, globals: usize) -> PolicySpec {
     }
 }
 
-/// One request, owned: the benches borrow an `mcppol::Request` from it.
+/// One request, owned: the benches borrow an `crate::Request` from it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RequestSpec {
     pub server: String,
@@ -1108,8 +617,8 @@ pub fn canonical(path: &str) -> Option<String> {
 
 /// A borrowed mcppol request over an owned one (`taint` from
 /// [`RequestSpec::taint_refs`]). Building it allocates nothing.
-pub fn mcppol_request<'a>(r: &'a RequestSpec, taint: &'a [&'a str]) -> mcppol::Request<'a> {
-    mcppol::Request::tool(&r.server, &r.tool)
+pub fn mcppol_request<'a>(r: &'a RequestSpec, taint: &'a [&'a str]) -> crate::Request<'a> {
+    crate::Request::tool(&r.server, &r.tool)
         .with_args(&r.args)
         .with_annotations(&r.annotations)
         .with_taint(taint)
@@ -1125,10 +634,10 @@ pub fn wire_params(r: &RequestSpec) -> Vec<u8> {
 /// The request `params` (read from [`wire_params`]) makes, with the rest of
 /// `r`'s context, the same as [`mcppol_request`] builds.
 pub fn wire_request<'a>(
-    params: &'a mcppol::ToolCallParams<'_>,
+    params: &'a crate::ToolCallParams<'_>,
     r: &'a RequestSpec,
     taint: &'a [&'a str],
-) -> mcppol::Request<'a> {
+) -> crate::Request<'a> {
     params
         .request(&r.server)
         .with_annotations(&r.annotations)
@@ -1138,12 +647,12 @@ pub fn wire_request<'a>(
 }
 
 /// The kind of a decision: an index into [`KINDS`] (4 for any other source).
-pub fn kind_of(decision: &mcppol::Decision) -> usize {
+pub fn kind_of(decision: &crate::Decision) -> usize {
     match decision.source {
-        mcppol::Source::Deny => 0,
-        mcppol::Source::Ask => 1,
-        mcppol::Source::Allow => 2,
-        mcppol::Source::Default => 3,
+        crate::Source::Deny => 0,
+        crate::Source::Ask => 1,
+        crate::Source::Allow => 2,
+        crate::Source::Default => 3,
         _ => 4,
     }
 }
@@ -1179,7 +688,7 @@ impl Workload {
         let spec = policy_with(size, globals);
         let text = spec.mcppol();
         let set =
-            mcppol::PolicySet::from_text("generated.mcppol", &text).map_err(|e| e.render(false))?;
+            crate::PolicySet::from_text("generated.mcppol", &text).map_err(|e| e.render(false))?;
         let policy = set
             .get(&spec.name)
             .ok_or_else(|| format!("no policy {}", spec.name))?;
