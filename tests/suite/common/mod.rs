@@ -6,6 +6,20 @@ pub mod case;
 
 use std::sync::{Arc, Mutex};
 
+/// The `mcppol` binary of this build (cargo gives the tests its path): the
+/// one way every test runs it. A test that drives it over pipes spawns
+/// `std::process::Command::new(MCPPOL)`; one that runs it to its end uses
+/// [`mcppol`].
+#[cfg(feature = "cli")]
+pub const MCPPOL: &str = env!("CARGO_BIN_EXE_mcppol");
+
+/// `mcppol`, to run to its end and check its output and status
+/// (`assert_cmd`: `write_stdin`, `timeout`, `assert`).
+#[cfg(feature = "cli")]
+pub fn mcppol() -> assert_cmd::Command {
+    assert_cmd::Command::new(MCPPOL)
+}
+
 /// Runs `f` with a `tracing` subscriber at `level` and returns what it
 /// logged, as plain text.
 pub fn capture_logs(level: tracing::Level, f: impl FnOnce()) -> String {
