@@ -71,7 +71,7 @@ impl Default for ConnectOptions {
     }
 }
 
-/// A running JSON-RPC client connection: the server as a [`Peer`], and a
+/// A running JSON-RPC client connection: the server as a peer, and a
 /// reader that delivers its answers, its notifications to subscribers and
 /// its requests to the handler. Dropping it stops its tasks.
 pub struct Connection {

@@ -51,6 +51,8 @@ struct State {
     sent: Vec<(Arc<Peer>, i64)>,
     /// A result the transport kept for the caller (the proxy keeps the
     /// server's `tools/call` result as it came, every key in its place).
+    // The proxy's alone (feature `cli`).
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     kept: Option<Value>,
 }
 
@@ -184,11 +186,13 @@ impl CallHandle {
     }
 
     /// Keeps a result for the caller (the last one kept stays).
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     pub(crate) fn keep(&self, result: Value) {
         self.lock().kept = Some(result);
     }
 
     /// The result kept, taken.
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     pub(crate) fn take_kept(&self) -> Option<Value> {
         self.lock().kept.take()
     }

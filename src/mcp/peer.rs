@@ -41,6 +41,9 @@ enum Out {
     /// written or dropped).
     Line(Vec<u8>, OwnedSemaphorePermit),
     /// Close the stream (for a child: closes its stdin).
+    // Closing apart from dropping is the proxy's (feature `cli`), as are
+    // the methods marked so below.
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     Close,
 }
 
@@ -227,6 +230,7 @@ impl Peer {
     /// queue has room; when it is full (the side reads nothing, or not
     /// fast enough for a side that is going away), the writer stops and
     /// the stream closes at once. Never waits.
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     pub(crate) fn close_now(&self) {
         if let Err(mpsc::error::TrySendError::Full(_)) = self.out.try_send(Out::Close) {
             self.stop_writer();
@@ -235,6 +239,7 @@ impl Peer {
 
     /// Writes what is queued, then closes the stream; waits up to `grace`
     /// in all (then stops the writer).
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     pub(crate) async fn finish(&self, grace: Duration) {
         let mut task = self
             .writer
@@ -417,6 +422,7 @@ impl Peer {
     }
 
     /// Waits until this side is closed; why.
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     pub(crate) async fn closed(&self) -> McpError {
         loop {
             // Registered before the check: a close in between still wakes it.
@@ -437,6 +443,7 @@ impl Peer {
 
 /// Why a side closed (or a request to it failed), in words: the text a
 /// transport or protocol error was given, any other error as displayed.
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
 pub(crate) fn why(e: McpError) -> String {
     match e {
         McpError::Transport(why) | McpError::Protocol(why) => why,

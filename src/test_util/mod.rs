@@ -1,6 +1,6 @@
 //! What the crate's own tests and benches share, in one dev-only place:
-//! the policy and request generator ([`gen`]), the parser's token soup
-//! ([`words`]) and the formatter's checks ([`fmt_check`]). Public with the
+//! the policy and request generator (`gen`), the parser's token soup
+//! (`words`) and the formatter's checks (`fmt_check`). Public with the
 //! feature `test-util` (which `cargo test` and `cargo bench` turn on by a
 //! self dev-dependency), compiled for the unit tests otherwise; never in a
 //! production build.
