@@ -14,8 +14,5 @@
 )]
 
 pub mod fmt_check;
-// Hidden from the docs: its spec types' fields and variants are named for
-// what they hold, not documented one by one.
-#[doc(hidden)]
 pub mod gen;
 pub mod words;

@@ -22,12 +22,17 @@
 
 use std::fmt::Write as _;
 
-use serde_json::{json, Value};
-
 mod servers;
 
-use servers::{global_rules, make_server, s, server_rules, Rules, NOUNS};
+use servers::{global_rules, make_server, server_rules, Rules};
 pub use servers::{Kind, Server};
+
+mod requests;
+
+pub use requests::{
+    candidates, canonical, fold, kind_of, mcppol_request, mix, wire_params, wire_request,
+    RequestSpec, KINDS,
+};
 
 /// Rule counts the benchmarks run at.
 pub const SIZES: [usize; 4] = [10, 100, 1_000, 10_000];
@@ -40,10 +45,12 @@ pub const PER_KIND: usize = 16;
 pub struct Rng(u64);
 
 impl Rng {
+    /// A source seeded with `seed`.
     pub fn new(seed: u64) -> Self {
         Rng(seed)
     }
 
+    /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
@@ -62,6 +69,7 @@ impl Rng {
         self.next_u64() % 100 < percent
     }
 
+    /// One of `items` (not empty), at random.
     pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.below(items.len())]
     }
@@ -70,12 +78,16 @@ impl Rng {
 /// A rule's list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Effect {
+    /// `deny`.
     Deny,
+    /// `ask`.
     Ask,
+    /// `allow`.
     Allow,
 }
 
 impl Effect {
+    /// The rule's keyword.
     pub fn keyword(self) -> &'static str {
         match self {
             Effect::Deny => "deny",
@@ -96,12 +108,15 @@ pub type Glob = String;
 /// An anchored literal regex: `/^lit/` or `/lit$/`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Re {
+    /// `/^lit/`: names that begin with the literal.
     Prefix(String),
+    /// `/lit$/`: names that end with it.
     Suffix(String),
 }
 
 impl Re {
     /// The regex source, with `/` escaped for `.mcppol` (`\/`).
+    /// As `.mcppol` text.
     pub fn mcppol(&self) -> String {
         match self {
             Re::Prefix(l) => format!("/^{}/", l.replace('/', "\\/")),
@@ -125,6 +140,7 @@ impl Re {
         }
     }
 
+    /// Whether the regex matches `s`.
     pub fn is_match(&self, s: &str) -> bool {
         match self {
             Re::Prefix(l) => s.starts_with(l.as_str()),
@@ -137,11 +153,24 @@ impl Re {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
     /// `"server/tool"`, each segment a glob.
-    Pair { server: Glob, tool: Glob },
+    Pair {
+        /// The server segment.
+        server: Glob,
+        /// The tool segment.
+        tool: Glob,
+    },
     /// `"tool"`: that tool on any server.
-    Bare { tool: Glob },
+    Bare {
+        /// The tool's glob.
+        tool: Glob,
+    },
     /// `"server" ~ /re/`.
-    Regex { server: Glob, re: Re },
+    Regex {
+        /// The server segment.
+        server: Glob,
+        /// The regex on tool names.
+        re: Re,
+    },
     /// `*`.
     Any,
 }
@@ -149,12 +178,16 @@ pub enum Target {
 /// A JSON scalar in a predicate.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Lit {
+    /// A string.
     Str(String),
+    /// An integer.
     Int(i64),
+    /// A boolean.
     Bool(bool),
 }
 
 impl Lit {
+    /// As JSON text.
     pub fn json(&self) -> String {
         match self {
             Lit::Str(s) => format!("{s:?}"),
@@ -164,17 +197,25 @@ impl Lit {
     }
 }
 
+/// A comparison operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
+    /// `==`.
     Eq,
+    /// `!=`.
     Ne,
+    /// `<`.
     Lt,
+    /// `<=`.
     Le,
+    /// `>`.
     Gt,
+    /// `>=`.
     Ge,
 }
 
 impl Op {
+    /// The operator as written.
     pub fn text(self) -> &'static str {
         match self {
             Op::Eq => "==",
@@ -190,13 +231,18 @@ impl Op {
 /// MCP tool annotations, as `annotation.KEY` names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ann {
+    /// `read_only` (`readOnlyHint`).
     ReadOnly,
+    /// `destructive` (`destructiveHint`).
     Destructive,
+    /// `open_world` (`openWorldHint`).
     OpenWorld,
+    /// `idempotent` (`idempotentHint`).
     Idempotent,
 }
 
 impl Ann {
+    /// Every annotation.
     pub const ALL: [Ann; 4] = [
         Ann::ReadOnly,
         Ann::Destructive,
@@ -204,6 +250,7 @@ impl Ann {
         Ann::Idempotent,
     ];
 
+    /// Its key, as `annotation.KEY` names it.
     pub fn key(self) -> &'static str {
         match self {
             Ann::ReadOnly => "read_only",
@@ -239,40 +286,63 @@ impl Ann {
 pub enum Cond {
     /// `annotation.KEY` (true) or `not annotation.KEY` (false).
     Ann(Ann, bool),
+    /// `args.KEY OP value`.
     Cmp {
+        /// The argument.
         key: String,
+        /// The comparison.
         op: Op,
+        /// What it is compared with.
         value: Lit,
     },
+    /// `args.KEY in [values]`.
     In {
+        /// The argument.
         key: String,
+        /// The values it may be.
         values: Vec<Lit>,
     },
+    /// `args.KEY matches /re/`.
     Matches {
+        /// The argument.
         key: String,
+        /// The regex.
         re: Re,
     },
+    /// `args.KEY inside "root"`.
     Inside {
+        /// The path argument.
         key: String,
+        /// The root.
         root: String,
     },
+    /// `args.KEY escapes "root"`.
     Escapes {
+        /// The path argument.
         key: String,
+        /// The root.
         root: String,
     },
     /// `tainted` or `tainted(ignore: [...])`.
     Tainted {
+        /// The servers whose output does not count.
         ignore: Vec<String>,
     },
+    /// `principal in [...]`.
     PrincipalIn(Vec<String>),
+    /// `assigns.KEY == "value"`.
     AssignEq {
+        /// The host datum.
         key: String,
+        /// Its value.
         value: String,
     },
+    /// Every one of them.
     And(Vec<Cond>),
 }
 
 impl Cond {
+    /// As `.mcppol` text.
     pub fn mcppol(&self) -> String {
         match self {
             Cond::Ann(a, true) => format!("annotation.{}", a.key()),
@@ -310,6 +380,7 @@ fn quoted(names: &[String]) -> String {
 /// One rule statement.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RuleSpec {
+    /// Its list.
     pub effect: Effect,
     /// The rule id mcppol reports: the written id or `<list>:<index>`.
     pub id: String,
@@ -317,11 +388,14 @@ pub struct RuleSpec {
     pub index: usize,
     /// Whether the id is written in the file.
     pub named: bool,
+    /// What it is about.
     pub targets: Vec<Target>,
+    /// When it applies (always without one).
     pub cond: Option<Cond>,
 }
 
 impl RuleSpec {
+    /// As `.mcppol` text.
     pub fn mcppol(&self) -> String {
         let mut out = String::new();
         out.push_str(self.effect.keyword());
@@ -351,7 +425,9 @@ impl RuleSpec {
 /// One generated policy.
 #[derive(Debug, Clone)]
 pub struct PolicySpec {
+    /// The policy's name.
     pub name: String,
+    /// Its rules, in file order.
     pub rules: Vec<RuleSpec>,
     /// Servers whose annotations are believed.
     pub trusted: Vec<String>,
@@ -382,6 +458,7 @@ impl PolicySpec {
         out
     }
 
+    /// Whether the policy trusts `server`'s annotations.
     pub fn is_trusted(&self, server: &str) -> bool {
         self.trusted.iter().any(|t| t == server)
     }
@@ -429,239 +506,14 @@ pub fn policy_with(size: usize, globals: usize) -> PolicySpec {
     }
 }
 
-/// One request, owned: the benches borrow an `crate::Request` from it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RequestSpec {
-    pub server: String,
-    pub tool: String,
-    pub args: Value,
-    pub annotations: Value,
-    pub taint: Vec<String>,
-    pub principal: String,
-    pub assigns: Value,
-}
-
-impl RequestSpec {
-    pub fn taint_refs(&self) -> Vec<&str> {
-        self.taint.iter().map(String::as_str).collect()
-    }
-}
-
-/// Lower-case, and `-`, `.`, `_` made `_` (the engine's folding, for ASCII
-/// names).
-pub fn fold(name: &str) -> String {
-    name.chars()
-        .map(|c| match c {
-            '-' | '.' | '_' => '_',
-            c => c.to_ascii_lowercase(),
-        })
-        .collect()
-}
-
-fn args_for(server: &Server, tool: &str, rng: &mut Rng) -> Value {
-    let root = format!("/srv/{}", server.id);
-    match tool {
-        "push" | "push_tags" => json!({ "force": rng.chance(40), "remote": "origin" }),
-        t if t.starts_with("merge_") => {
-            json!({ "branch": rng.pick(&["dev", "staging", "main"]), "squash": true })
-        }
-        "run_workflow" => json!({
-            "ref": rng.pick(&["refs/heads/release-1.2", "refs/heads/main", "refs/tags/v1"]),
-            "workflow": "ci.yml",
-        }),
-        "read_file" | "write_file" | "move_file" | "list_directory" | "share_file" => {
-            let path = match rng.below(6) {
-                0 => format!("{root}/notes/todo.md"),
-                1 => format!("{root}/a/../b/./c.txt"),
-                2 => format!("{root}/../../etc/passwd"),
-                3 => format!("{root}ed/x.txt"),
-                4 => "/etc/shadow".to_string(),
-                _ => format!("{root}/"),
-            };
-            json!({ "path": path, "content": "hello" })
-        }
-        "query" => json!({
-            "sql": "select * from t",
-            "limit": *rng.pick(&[10, 500, 5_000, 50_000]),
-            "mode": rng.pick(&["read", "explain", "write"]),
-            "table": rng.pick(&["users", "tmp_import", "orders"]),
-        }),
-        "post_message" | "send_dm" | "send_email" => json!({
-            "channel": rng.pick(&["general", "eng", "random"]),
-            "text": "build is green",
-        }),
-        "close_ticket" | "assign_ticket" => {
-            json!({ "id": rng.pick(&["T-1042", "BUG-7"]), "note": "done" })
-        }
-        "create_ticket" => json!({ "title": "flaky test", "priority": rng.below(5) }),
-        "deploy" | "scale_cluster" => json!({ "replicas": *rng.pick(&[2, 8, 40]) }),
-        _ => json!({ "id": rng.below(1000), "query": "status:open" }),
-    }
-}
-
-fn annotations_for(rng: &mut Rng) -> Value {
-    match rng.below(4) {
-        0 => json!({}),
-        1 => json!({ "readOnlyHint": true, "openWorldHint": false }),
-        2 => json!({ "readOnlyHint": false, "destructiveHint": false }),
-        _ => json!({ "readOnlyHint": true, "destructiveHint": false, "openWorldHint": true }),
-    }
-}
-
-/// A tool name as a client might send it: usually as listed, sometimes in
-/// another case or punctuation (which deny and ask rules still catch).
-fn spell(tool: &str, rng: &mut Rng) -> String {
-    match rng.below(10) {
-        0 => tool.replace('_', "-"),
-        1 => tool.to_uppercase(),
-        2 => {
-            let mut c = tool.chars();
-            match c.next() {
-                Some(f) => f.to_uppercase().chain(c).collect(),
-                None => String::new(),
-            }
-        }
-        _ => tool.to_string(),
-    }
-}
-
-/// Candidate requests over the policy's servers, spread evenly, for the
-/// benches to sort by outcome. Some name tools no rule knows, some name
-/// servers the policy has never heard of.
-pub fn candidates(policy: &PolicySpec, count: usize, seed: u64) -> Vec<RequestSpec> {
-    let mut rng = Rng::new(seed ^ 0x0072_6571_7565_7374);
-    let mut out = Vec::with_capacity(count);
-    for _ in 0..count {
-        let server = rng.pick(&policy.servers).clone();
-        let tool = match rng.below(12) {
-            0 => format!("frobnicate_{}", rng.pick(&NOUNS)),
-            1 => rng
-                .pick(&["status", "ping", "exec_shell", "purge_cache", "share_link"])
-                .to_string(),
-            _ => rng.pick(&server.tools).clone(),
-        };
-        let server_id = if rng.below(25) == 0 {
-            format!("unknown-{}", rng.below(100))
-        } else {
-            server.id.clone()
-        };
-        let args = args_for(&server, &tool, &mut rng);
-        let taint = match rng.below(10) {
-            0..=5 => vec![],
-            6 => vec![server_id.clone()],
-            7 => vec![s("docs")],
-            8 => vec![s("jira"), s("docs")],
-            _ => vec![policy.servers[rng.below(policy.servers.len())].id.clone()],
-        };
-        out.push(RequestSpec {
-            server: server_id,
-            tool: spell(&tool, &mut rng),
-            args,
-            annotations: annotations_for(&mut rng),
-            taint,
-            principal: rng.pick(&["dana", "omar", "eve"]).to_string(),
-            assigns: json!({ "role": rng.pick(&["ops", "dev"]), "team": "platform" }),
-        });
-    }
-    out
-}
-
-/// Request kinds, by the source that decides them.
-pub const KINDS: [&str; 4] = ["deny", "ask", "allow", "default"];
-
-/// Picks `per_kind` requests of each kind from `candidates`, given each
-/// candidate's kind (an index into [`KINDS`], as the engine decided it).
-/// Returns (kind, request) in a deterministic interleaved order.
-pub fn mix(
-    candidates: Vec<RequestSpec>,
-    kinds: &[usize],
-    per_kind: usize,
-) -> Vec<(usize, RequestSpec)> {
-    let mut buckets: [Vec<RequestSpec>; 4] = Default::default();
-    for (request, &kind) in candidates.into_iter().zip(kinds) {
-        if let Some(bucket) = buckets.get_mut(kind) {
-            if bucket.len() < per_kind {
-                bucket.push(request);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    for i in 0..per_kind {
-        for (kind, bucket) in buckets.iter().enumerate() {
-            if let Some(r) = bucket.get(i) {
-                out.push((kind, r.clone()));
-            }
-        }
-    }
-    out
-}
-
-/// Lexical canonical form of an absolute path (the contract's rules, for
-/// the ASCII absolute paths the generator makes): `None` when it fails.
-pub fn canonical(path: &str) -> Option<String> {
-    if path.contains('\0') || path.contains('\\') || !path.starts_with('/') {
-        return None;
-    }
-    let mut parts: Vec<&str> = Vec::new();
-    for seg in path.split('/') {
-        match seg {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            s => parts.push(s),
-        }
-    }
-    Some(format!("/{}", parts.join("/")))
-}
-
-/// A borrowed mcppol request over an owned one (`taint` from
-/// [`RequestSpec::taint_refs`]). Building it allocates nothing.
-pub fn mcppol_request<'a>(r: &'a RequestSpec, taint: &'a [&'a str]) -> crate::Request<'a> {
-    crate::Request::tool(&r.server, &r.tool)
-        .with_args(&r.args)
-        .with_annotations(&r.annotations)
-        .with_taint(taint)
-        .with_principal(&r.principal)
-        .with_assigns(&r.assigns)
-}
-
-/// The raw `tools/call` params of `r` as a host sends them.
-pub fn wire_params(r: &RequestSpec) -> Vec<u8> {
-    serde_json::to_vec(&json!({"name": r.tool, "arguments": r.args})).unwrap_or_default()
-}
-
-/// The request `params` (read from [`wire_params`]) makes, with the rest of
-/// `r`'s context, the same as [`mcppol_request`] builds.
-pub fn wire_request<'a>(
-    params: &'a crate::ToolCallParams<'_>,
-    r: &'a RequestSpec,
-    taint: &'a [&'a str],
-) -> crate::Request<'a> {
-    params
-        .request(&r.server)
-        .with_annotations(&r.annotations)
-        .with_taint(taint)
-        .with_principal(&r.principal)
-        .with_assigns(&r.assigns)
-}
-
-/// The kind of a decision: an index into [`KINDS`] (4 for any other source).
-pub fn kind_of(decision: &crate::Decision) -> usize {
-    match decision.source {
-        crate::Source::Deny => 0,
-        crate::Source::Ask => 1,
-        crate::Source::Allow => 2,
-        crate::Source::Default => 3,
-        _ => 4,
-    }
-}
-
 /// A generated policy, its text, and a request mix with [`PER_KIND`]
 /// requests of each kind.
 pub struct Workload {
+    /// The policy's rule count.
     pub size: usize,
+    /// The policy, as data.
     pub spec: PolicySpec,
+    /// The policy, as `.mcppol` text.
     pub text: String,
     /// (kind, request), kinds interleaved.
     pub requests: Vec<(usize, RequestSpec)>,

@@ -6,19 +6,28 @@ use super::{Ann, Cond, Effect, Lit, Op, Re, Rng, RuleSpec, Target};
 /// What a server is for: picks its tools and its rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// Source hosting (`github`, ...).
     Code,
+    /// Files (`fs`, ...).
     Files,
+    /// A database.
     Database,
+    /// Chat.
     Chat,
+    /// Tickets.
     Tickets,
+    /// A cloud provider.
     Cloud,
 }
 
 /// One MCP server of the gateway.
 #[derive(Debug, Clone)]
 pub struct Server {
+    /// Its id.
     pub id: String,
+    /// What it is for.
     pub kind: Kind,
+    /// Its tools.
     pub tools: Vec<String>,
 }
 
