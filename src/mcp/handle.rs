@@ -197,3 +197,44 @@ impl CallHandle {
         self.lock().kept.take()
     }
 }
+
+#[cfg(all(test, feature = "test-util"))]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::mcp::{FakeServer, MemoryTransport, Transport};
+
+    /// A transport of the caller's own gets the default `request_with`:
+    /// a cancelled handle stops the wait, and sends nothing afterwards.
+    #[tokio::test(start_paused = true)]
+    async fn any_transport_stops_waiting_once_the_handle_is_cancelled() {
+        let server = FakeServer::new().tool_async(json!({"name": "slow"}), |_| async {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            Ok(json!({}))
+        });
+        let transport = Arc::new(MemoryTransport::new(server));
+        let handle = CallHandle::new();
+        let call = tokio::spawn({
+            let (transport, handle) = (transport.clone(), handle.clone());
+            async move {
+                let params = json!({"name": "slow", "arguments": {}});
+                transport
+                    .request_with("tools/call", Some(params), &handle)
+                    .await
+            }
+        });
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        handle.cancel(Some("not wanted")).await;
+        let outcome = tokio::time::timeout(Duration::from_secs(5), call).await;
+        assert_eq!(
+            outcome.unwrap().unwrap(),
+            Err(CallHandle::cancelled_error())
+        );
+        let again = transport.request_with("tools/list", None, &handle).await;
+        assert_eq!(again, Err(CallHandle::cancelled_error()));
+        assert_eq!(transport.fake().requests().len(), 1);
+    }
+}
