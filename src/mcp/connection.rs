@@ -135,7 +135,7 @@ impl Connection {
         let (notifications, _) = broadcast::channel(256);
         let reader_task = tokio::spawn(read_loop(
             LineReader::new(reader, options.max_line_bytes),
-            Arc::downgrade(&peer),
+            peer.clone(),
             notifications.clone(),
             options.handler.clone(),
         ));
@@ -214,15 +214,23 @@ impl Transport for Connection {
     }
 }
 
+/// Reads the server until its output ends, breaks the line bound, or the
+/// peer closes (writing to the server failed): then every request still
+/// waiting fails at once, with why. Holds the peer until the connection
+/// aborts it.
 async fn read_loop<R: AsyncBufRead + Unpin>(
     mut reader: LineReader<R>,
-    peer: std::sync::Weak<Peer>,
+    peer: Arc<Peer>,
     notifications: broadcast::Sender<Notification>,
     handler: Arc<dyn RequestHandler>,
 ) {
     let in_flight = Arc::new(tokio::sync::Semaphore::new(MAX_SERVER_REQUESTS));
     let why = loop {
-        let line = match reader.next_line().await {
+        let next = tokio::select! {
+            next = reader.next_line() => next,
+            why = peer.closed() => break why,
+        };
+        let line = match next {
             Ok(Some(line)) => line,
             Ok(None) => break McpError::Transport("the server closed the connection".into()),
             Err(FrameError::TooLong { max }) => {
@@ -241,9 +249,6 @@ async fn read_loop<R: AsyncBufRead + Unpin>(
                 tracing::warn!(target: "mcppol::mcp", error = %e, "ignored a message that is not JSON-RPC");
                 continue;
             }
-        };
-        let Some(peer) = peer.upgrade() else {
-            return;
         };
         match message {
             Message::Response(Response { id, outcome }) => {
@@ -271,6 +276,7 @@ async fn read_loop<R: AsyncBufRead + Unpin>(
                     continue;
                 };
                 let handler = handler.clone();
+                let peer = peer.clone();
                 tokio::spawn(async move {
                     let outcome = handler.handle(method, params).await;
                     peer.respond(id, outcome).await;
@@ -279,9 +285,7 @@ async fn read_loop<R: AsyncBufRead + Unpin>(
             }
         }
     };
-    if let Some(peer) = peer.upgrade() {
-        peer.close(why);
-    }
+    peer.close(why);
 }
 
 #[cfg(test)]
@@ -470,6 +474,22 @@ mod tests {
             matches!(e, Err(McpError::Protocol(ref m)) if m.contains("4096")),
             "{e:?}"
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_server_that_stops_reading_fails_what_is_pending_at_once() {
+        // Separate pipes each way: the server stops reading, its output
+        // stays open.
+        let (to_server, server_in) = tokio::io::duplex(64);
+        let (_server_out, from_server) = tokio::io::duplex(64);
+        let conn = Connection::start(BufReader::new(from_server), to_server, &options());
+        drop(server_in);
+        let e = conn.call_tool("any", json!({}), None).await;
+        assert!(
+            matches!(&e, Err(McpError::Transport(m)) if m.starts_with("writing to the server failed")),
+            "{e:?}"
+        );
+        assert_eq!(conn.peer.pending(), 0);
     }
 
     #[tokio::test(start_paused = true)]

@@ -422,7 +422,6 @@ impl Peer {
     }
 
     /// Waits until this side is closed; why.
-    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     pub(crate) async fn closed(&self) -> McpError {
         loop {
             // Registered before the check: a close in between still wakes it.
