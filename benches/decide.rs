@@ -7,8 +7,7 @@
 
 #![allow(clippy::expect_used)] // a benchmark stops on a broken fixture
 
-#[path = "common/gen.rs"]
-mod gen;
+use mcppol::test_util::gen;
 
 use std::hint::black_box;
 

@@ -33,11 +33,6 @@
 // per-call stack probe, see `syntax`): its code names `alloc`.
 extern crate alloc;
 
-// Unit tests that share code with the integration tests and benches (the
-// policy generator, `benches/common/gen.rs`) name the crate `mcppol::`.
-#[cfg(test)]
-extern crate self as mcppol;
-
 // Every module is private: what a host uses is re-exported below, so an
 // internal rename is never a breaking change.
 // Claude Code's permission hook, run by `mcppol claude-hook`.
@@ -60,13 +55,13 @@ mod eval;
 mod fingerprint;
 mod fmt;
 /// Internals for the fuzz targets under `fuzz/` (feature `fuzzing`, never a
-/// default): not API. Without the feature the module is private, and the
-/// formatter's unit tests still share its `meaning`.
+/// default): not API. Without the feature it is compiled only for the
+/// unit tests (the formatter's share its `meaning`), private.
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 #[allow(missing_docs)]
 pub mod fuzzing;
-#[cfg(not(feature = "fuzzing"))]
+#[cfg(all(test, not(feature = "fuzzing")))]
 #[allow(dead_code, unused_imports)]
 mod fuzzing;
 mod io;
@@ -89,19 +84,28 @@ mod proxy;
 #[cfg(feature = "store")]
 mod store;
 mod syntax;
+/// What the crate's own tests and benches share (feature `test-util`):
+/// the policy and request generator, the parser's token soup, the
+/// formatter's checks. For tests; not a stable API.
+#[cfg(feature = "test-util")]
+pub mod test_util;
+#[cfg(all(test, not(feature = "test-util")))]
+mod test_util;
 #[cfg(feature = "cli")]
 mod testing;
 mod uri;
 
 /// The README's Rust examples, compiled and run as doc tests (they use
-/// the store and the pipeline, so only in a build with them).
+/// the store, the pipeline and its test doubles, so only in a build with
+/// `test-util`, which `cargo test` turns on).
 #[doc = include_str!("../README.md")]
-#[cfg(all(doctest, feature = "pipeline"))]
+#[cfg(all(doctest, feature = "test-util"))]
 pub struct ReadmeDoctests;
 
-/// The pipeline guide's Rust examples, compiled and run as doc tests.
+/// The pipeline guide's Rust examples, compiled and run as doc tests
+/// (with `test-util`, as the README's).
 #[doc = include_str!("../docs/pipeline.md")]
-#[cfg(all(doctest, feature = "pipeline"))]
+#[cfg(all(doctest, feature = "test-util"))]
 pub struct PipelineDoctests;
 
 use std::path::Path;

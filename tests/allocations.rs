@@ -6,8 +6,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-#[path = "../benches/common/gen.rs"]
-mod gen;
+use mcppol::test_util::gen;
 
 use std::alloc::System;
 use std::hint::black_box;

@@ -4,11 +4,8 @@
 
 use proptest::prelude::*;
 
-#[path = "../../tests/suite/common/fmt_check.rs"]
-mod fmt_check;
-
+use crate::test_util::fmt_check::{corpus, decisions, fmt};
 use crate::PolicySet;
-use fmt_check::{corpus, decisions, fmt};
 
 /// The compiled policies, spans left out: what a file means.
 fn meaning(origin: &str, text: &str) -> String {

@@ -1,21 +1,22 @@
-//! A JSON-RPC client over any pair of byte streams: request ids, the map of
-//! pending requests with timeouts, notifications to subscribers, and the
-//! server's own requests answered by a [`RequestHandler`]. The stdio
-//! transport runs it over a child's pipes; tests run it over in-memory
-//! pipes.
+//! A JSON-RPC client over any pair of byte streams: the server as a
+//! [`Peer`] (request ids, the bounded map of pending requests, timeouts
+//! and cancellation, fail-all on close) plus the MCP handshake, and a
+//! reader that delivers notifications to subscribers and hands the
+//! server's own requests to a [`RequestHandler`]. The stdio transport runs
+//! it over a child's pipes; tests run it over in-memory pipes.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufRead, AsyncWrite};
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::broadcast;
 use tokio::task::AbortHandle;
 
-use super::framing::{write_line, FrameError, LineReader, DEFAULT_MAX_LINE_BYTES};
-use super::jsonrpc::{codes, Id, Message, Notification, Request, Response, RpcError};
+use super::framing::{FrameError, LineReader, DEFAULT_MAX_LINE_BYTES};
+use super::handle::CallHandle;
+use super::jsonrpc::{codes, Message, Notification, Request, Response, RpcError};
+use super::peer::{Peer, Wait};
 use super::transport::{
     BoxFuture, DefaultHandler, McpError, RequestHandler, ServerInfo, Transport, PROTOCOL_VERSIONS,
 };
@@ -70,60 +71,14 @@ impl Default for ConnectOptions {
     }
 }
 
-type Pending = oneshot::Sender<Result<Value, McpError>>;
-
-#[derive(Default)]
-struct State {
-    pending: HashMap<i64, Pending>,
-    /// Why the connection closed, once it has.
-    closed: Option<McpError>,
-}
-
-struct Inner {
-    out: mpsc::Sender<Vec<u8>>,
-    state: Mutex<State>,
-    next_id: AtomicI64,
-    notifications: broadcast::Sender<Notification>,
-    timeout: Duration,
-    max_pending: usize,
-}
-
-impl Inner {
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Closes the connection: every pending request fails with `why`.
-    fn close(&self, why: McpError) {
-        let pending = {
-            let mut state = self.lock();
-            if state.closed.is_none() {
-                state.closed = Some(why.clone());
-            }
-            std::mem::take(&mut state.pending)
-        };
-        for (_, tx) in pending {
-            let _ = tx.send(Err(why.clone()));
-        }
-    }
-}
-
-/// Removes a request from the pending map when its caller stops waiting.
-struct PendingGuard<'a> {
-    inner: &'a Inner,
-    id: i64,
-}
-
-impl Drop for PendingGuard<'_> {
-    fn drop(&mut self) {
-        self.inner.lock().pending.remove(&self.id);
-    }
-}
-
-/// A running JSON-RPC client connection. Dropping it stops its tasks.
+/// A running JSON-RPC client connection: the server as a peer, and a
+/// reader that delivers its answers, its notifications to subscribers and
+/// its requests to the handler. Dropping it stops its tasks.
 pub struct Connection {
-    inner: Arc<Inner>,
-    tasks: Vec<AbortHandle>,
+    peer: Arc<Peer>,
+    notifications: broadcast::Sender<Notification>,
+    reader: AbortHandle,
+    timeout: Duration,
     server: ServerInfo,
 }
 
@@ -137,10 +92,9 @@ impl std::fmt::Debug for Connection {
 
 impl Drop for Connection {
     fn drop(&mut self) {
-        for t in &self.tasks {
-            t.abort();
-        }
-        self.inner
+        self.reader.abort();
+        self.peer.stop_writer();
+        self.peer
             .close(McpError::Transport("the connection was closed".into()));
     }
 }
@@ -165,7 +119,7 @@ impl Connection {
             "capabilities": options.capabilities,
             "clientInfo": options.client_info,
         });
-        let result = conn.request_raw("initialize", Some(params)).await?;
+        let result = conn.request_raw("initialize", Some(params), None).await?;
         conn.server = ServerInfo::from_initialize(&result)?;
         conn.notify_raw("notifications/initialized", None).await?;
         Ok(conn)
@@ -177,96 +131,51 @@ impl Connection {
         R: AsyncBufRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        let (out_tx, out_rx) = mpsc::channel::<Vec<u8>>(64);
+        let peer = Arc::new(Peer::start("server", writer, options.max_pending, None));
         let (notifications, _) = broadcast::channel(256);
-        let inner = Arc::new(Inner {
-            out: out_tx,
-            state: Mutex::new(State::default()),
-            next_id: AtomicI64::new(1),
-            notifications,
-            timeout: options.request_timeout,
-            max_pending: options.max_pending,
-        });
-        let writer_task = tokio::spawn(write_loop(writer, out_rx, Arc::downgrade(&inner)));
         let reader_task = tokio::spawn(read_loop(
             LineReader::new(reader, options.max_line_bytes),
-            Arc::downgrade(&inner),
-            inner.out.clone(),
+            peer.clone(),
+            notifications.clone(),
             options.handler.clone(),
         ));
         Connection {
-            inner,
-            tasks: vec![writer_task.abort_handle(), reader_task.abort_handle()],
+            peer,
+            notifications,
+            reader: reader_task.abort_handle(),
+            timeout: options.request_timeout,
             server: ServerInfo::default(),
         }
     }
 
     /// Whether the connection has closed, and why.
     pub fn closed(&self) -> Option<McpError> {
-        self.inner.lock().closed.clone()
+        self.peer.closed_now()
     }
 
-    async fn request_raw(&self, method: &str, params: Option<Value>) -> Result<Value, McpError> {
-        let inner = &*self.inner;
-        let id = inner.next_id.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = oneshot::channel();
-        {
-            let mut state = inner.lock();
-            if let Some(why) = &state.closed {
-                return Err(why.clone());
-            }
-            if state.pending.len() >= inner.max_pending {
-                return Err(McpError::Transport(format!(
-                    "{} requests are already waiting for the server, the most allowed",
-                    inner.max_pending
-                )));
-            }
-            state.pending.insert(id, tx);
-        }
-        let _guard = PendingGuard { inner, id };
-        let line = Message::Request(Request {
-            id: Id::Number(id),
-            method: method.to_string(),
-            params,
-        })
-        .to_line();
-        if inner.out.send(line).await.is_err() {
-            return Err(McpError::Transport("the connection is closed".into()));
-        }
-        match tokio::time::timeout(inner.timeout, rx).await {
-            Ok(Ok(outcome)) => outcome,
-            Ok(Err(_)) => Err(inner
-                .lock()
-                .closed
-                .clone()
-                .unwrap_or_else(|| McpError::Transport("the connection closed".into()))),
-            Err(_) => {
-                // Tell the server to stop working on it; it may not care.
-                let cancel = Message::Notification(Notification {
-                    method: "notifications/cancelled".into(),
-                    params: Some(json!({"requestId": id, "reason": "timeout"})),
-                })
-                .to_line();
-                let _ = inner.out.try_send(cancel);
-                Err(McpError::Timeout(inner.timeout))
-            }
-        }
+    async fn request_raw(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        handle: Option<&CallHandle>,
+    ) -> Result<Value, McpError> {
+        let wait = Wait {
+            timeout: Some(self.timeout),
+            handle,
+            cancel_on_drop: None,
+        };
+        self.peer.request(method, params, wait).await
     }
 
     async fn notify_raw(&self, method: &str, params: Option<Value>) -> Result<(), McpError> {
         if let Some(why) = self.closed() {
             return Err(why);
         }
-        let line = Message::Notification(Notification {
-            method: method.to_string(),
-            params,
-        })
-        .to_line();
-        self.inner
-            .out
-            .send(line)
-            .await
-            .map_err(|_| McpError::Transport("the connection is closed".into()))
+        if self.peer.notify(method, params).await {
+            Ok(())
+        } else {
+            Err(McpError::Transport("the connection is closed".into()))
+        }
     }
 }
 
@@ -276,7 +185,16 @@ impl Transport for Connection {
         method: &'a str,
         params: Option<Value>,
     ) -> BoxFuture<'a, Result<Value, McpError>> {
-        Box::pin(self.request_raw(method, params))
+        Box::pin(self.request_raw(method, params, None))
+    }
+
+    fn request_with<'a>(
+        &'a self,
+        method: &'a str,
+        params: Option<Value>,
+        handle: &'a CallHandle,
+    ) -> BoxFuture<'a, Result<Value, McpError>> {
+        Box::pin(self.request_raw(method, params, Some(handle)))
     }
 
     fn notify<'a>(
@@ -288,7 +206,7 @@ impl Transport for Connection {
     }
 
     fn subscribe(&self) -> broadcast::Receiver<Notification> {
-        self.inner.notifications.subscribe()
+        self.notifications.subscribe()
     }
 
     fn server(&self) -> &ServerInfo {
@@ -296,32 +214,23 @@ impl Transport for Connection {
     }
 }
 
-async fn write_loop<W: AsyncWrite + Unpin>(
-    mut writer: W,
-    mut lines: mpsc::Receiver<Vec<u8>>,
-    inner: std::sync::Weak<Inner>,
-) {
-    while let Some(line) = lines.recv().await {
-        if let Err(e) = write_line(&mut writer, &line).await {
-            if let Some(inner) = inner.upgrade() {
-                inner.close(McpError::Transport(format!(
-                    "writing to the server failed: {e}"
-                )));
-            }
-            return;
-        }
-    }
-}
-
+/// Reads the server until its output ends, breaks the line bound, or the
+/// peer closes (writing to the server failed): then every request still
+/// waiting fails at once, with why. Holds the peer until the connection
+/// aborts it.
 async fn read_loop<R: AsyncBufRead + Unpin>(
     mut reader: LineReader<R>,
-    inner: std::sync::Weak<Inner>,
-    out: mpsc::Sender<Vec<u8>>,
+    peer: Arc<Peer>,
+    notifications: broadcast::Sender<Notification>,
     handler: Arc<dyn RequestHandler>,
 ) {
     let in_flight = Arc::new(tokio::sync::Semaphore::new(MAX_SERVER_REQUESTS));
     let why = loop {
-        let line = match reader.next_line().await {
+        let next = tokio::select! {
+            next = reader.next_line() => next,
+            why = peer.closed() => break why,
+        };
+        let line = match next {
             Ok(Some(line)) => line,
             Ok(None) => break McpError::Transport("the server closed the connection".into()),
             Err(FrameError::TooLong { max }) => {
@@ -341,26 +250,14 @@ async fn read_loop<R: AsyncBufRead + Unpin>(
                 continue;
             }
         };
-        let Some(inner) = inner.upgrade() else {
-            return;
-        };
         match message {
             Message::Response(Response { id, outcome }) => {
-                let waiting = match id {
-                    Id::Number(n) => inner.lock().pending.remove(&n),
-                    Id::String(_) => None,
-                };
-                match waiting {
-                    Some(tx) => {
-                        let _ = tx.send(outcome.map_err(McpError::Rpc));
-                    }
-                    None => {
-                        tracing::debug!(target: "mcppol::mcp", %id, "a response to no pending request")
-                    }
+                if !peer.resolve(&id, outcome) {
+                    tracing::debug!(target: "mcppol::mcp", %id, "a response to no pending request")
                 }
             }
             Message::Notification(n) => {
-                let _ = inner.notifications.send(n);
+                let _ = notifications.send(n);
             }
             Message::Request(Request { id, method, params }) => {
                 // A server that floods requests gets errors, not tasks.
@@ -369,7 +266,7 @@ async fn read_loop<R: AsyncBufRead + Unpin>(
                         codes::INTERNAL_ERROR,
                         format!("more than {MAX_SERVER_REQUESTS} of the server's requests are in flight"),
                     );
-                    let _ = out.try_send(
+                    let _ = peer.try_line(
                         Message::Response(Response {
                             id,
                             outcome: Err(busy),
@@ -379,20 +276,16 @@ async fn read_loop<R: AsyncBufRead + Unpin>(
                     continue;
                 };
                 let handler = handler.clone();
-                let out = out.clone();
+                let peer = peer.clone();
                 tokio::spawn(async move {
                     let outcome = handler.handle(method, params).await;
-                    let _ = out
-                        .send(Message::Response(Response { id, outcome }).to_line())
-                        .await;
+                    peer.respond(id, outcome).await;
                     drop(permit);
                 });
             }
         }
     };
-    if let Some(inner) = inner.upgrade() {
-        inner.close(why);
-    }
+    peer.close(why);
 }
 
 #[cfg(test)]
@@ -584,12 +477,28 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn a_server_that_stops_reading_fails_what_is_pending_at_once() {
+        // Separate pipes each way: the server stops reading, its output
+        // stays open.
+        let (to_server, server_in) = tokio::io::duplex(64);
+        let (_server_out, from_server) = tokio::io::duplex(64);
+        let conn = Connection::start(BufReader::new(from_server), to_server, &options());
+        drop(server_in);
+        let e = conn.call_tool("any", json!({}), None).await;
+        assert!(
+            matches!(&e, Err(McpError::Transport(m)) if m.starts_with("writing to the server failed")),
+            "{e:?}"
+        );
+        assert_eq!(conn.peer.pending(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn an_unanswered_request_times_out_and_is_cancelled() {
         let (conn, server) = connected("2025-11-25").await;
         let conn = conn.unwrap();
         let e = conn.call_tool("silent", json!({}), None).await;
         assert_eq!(e, Err(McpError::Timeout(Duration::from_millis(500))));
-        assert!(conn.inner.lock().pending.is_empty());
+        assert_eq!(conn.peer.pending(), 0);
         // Let the writer send the cancellation before the pipes close.
         tokio::time::sleep(Duration::from_millis(10)).await;
         drop(conn);

@@ -1,19 +1,25 @@
 //! MCP on the wire: JSON-RPC 2.0 messages, newline-delimited framing with a
 //! bounded line, the [`Transport`] trait the pipeline and the proxy run on,
-//! a transport over a child process's stdio, and an in-memory one with a
-//! scripted server for tests.
+//! one role-agnostic peer that the client connection and the proxy share,
+//! a transport over a child process's stdio, and (feature `test-util`) an
+//! in-memory one with a scripted server for tests.
 
 // The modules are the crate's own; what a host uses is re-exported below.
 pub(crate) mod connection;
 pub(crate) mod framing;
+pub(crate) mod handle;
 pub(crate) mod jsonrpc;
+#[cfg(feature = "test-util")]
 pub(crate) mod memory;
+pub(crate) mod peer;
 pub(crate) mod stdio;
 pub(crate) mod transport;
 
 pub use connection::{ConnectOptions, Connection, DEFAULT_MAX_PENDING, MAX_SERVER_REQUESTS};
 pub use framing::DEFAULT_MAX_LINE_BYTES;
+pub use handle::CallHandle;
 pub use jsonrpc::{codes, Notification, RpcError};
+#[cfg(feature = "test-util")]
 pub use memory::{text_result, FakeServer, MemoryTransport, ToolHandler, MAX_RECORDED};
 pub use stdio::StdioTransport;
 pub use transport::{

@@ -11,6 +11,7 @@ use tokio::process::{Child, Command};
 use tokio::sync::broadcast;
 
 use super::connection::{ConnectOptions, Connection};
+use super::handle::CallHandle;
 use super::jsonrpc::Notification;
 use super::transport::{BoxFuture, McpError, ServerInfo, Transport};
 
@@ -112,6 +113,15 @@ impl Transport for StdioTransport {
         params: Option<Value>,
     ) -> BoxFuture<'a, Result<Value, McpError>> {
         Box::pin(async move { self.conn()?.request(method, params).await })
+    }
+
+    fn request_with<'a>(
+        &'a self,
+        method: &'a str,
+        params: Option<Value>,
+        handle: &'a CallHandle,
+    ) -> BoxFuture<'a, Result<Value, McpError>> {
+        Box::pin(async move { self.conn()?.request_with(method, params, handle).await })
     }
 
     fn notify<'a>(

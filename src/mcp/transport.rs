@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 use tokio::sync::broadcast;
 
+use super::handle::CallHandle;
 use super::jsonrpc::{Notification, RpcError};
 
 /// A boxed future that can cross threads (keeps [`Transport`] usable as
@@ -160,10 +161,10 @@ impl RequestHandler for DefaultHandler {
 ///
 /// Implementors provide [`Transport::request`], [`Transport::notify`],
 /// [`Transport::subscribe`] and [`Transport::server`]; the MCP methods are
-/// built on them. The crate has three: [`StdioTransport`](super::StdioTransport)
-/// (a child process), [`Connection`](super::Connection) (any pair of byte
-/// streams) and [`MemoryTransport`](super::MemoryTransport) (a scripted
-/// server, for tests).
+/// built on them. The crate has two: [`StdioTransport`](super::StdioTransport)
+/// (a child process) and [`Connection`](super::Connection) (any pair of
+/// byte streams); with the feature `test-util`, a third, `MemoryTransport`
+/// (a scripted server, for tests), which the example below uses.
 ///
 /// # Errors
 ///
@@ -195,6 +196,29 @@ pub trait Transport: Send + Sync {
         method: &'a str,
         params: Option<Value>,
     ) -> BoxFuture<'a, Result<Value, McpError>>;
+
+    /// Sends a request for a call whose `handle` may cancel it: once the
+    /// handle is cancelled the request fails without waiting for its
+    /// answer, and one made afterwards is not sent. The crate's own
+    /// transports over a [`Connection`](super::Connection) also tell the
+    /// server (`notifications/cancelled` under the request's id); this
+    /// default, for any other transport, only stops waiting.
+    fn request_with<'a>(
+        &'a self,
+        method: &'a str,
+        params: Option<Value>,
+        handle: &'a CallHandle,
+    ) -> BoxFuture<'a, Result<Value, McpError>> {
+        Box::pin(async move {
+            if handle.is_cancelled() {
+                return Err(CallHandle::cancelled_error());
+            }
+            tokio::select! {
+                outcome = self.request(method, params) => outcome,
+                () = handle.cancelled() => Err(CallHandle::cancelled_error()),
+            }
+        })
+    }
 
     /// Sends a notification.
     fn notify<'a>(

@@ -10,6 +10,7 @@ use super::call::{bad_return, hook_denied};
 use super::error::CallError;
 use super::hooks::{ctx_for, emit, run_task, Gate, HookFn, PromptGate};
 use super::record::emit_call;
+use super::send::request;
 use super::types::CallOptions;
 use super::Pipeline;
 use crate::enforce::Settled;
@@ -28,7 +29,7 @@ fn with_params(own: Map<String, Value>, rest: Option<&Map<String, Value>>) -> Va
 }
 
 /// A request's result, which must be an object.
-fn expect_object(result: Value, method: &str) -> Result<Value, CallError> {
+pub(super) fn expect_object(result: Value, method: &str) -> Result<Value, CallError> {
     if result.is_object() {
         Ok(result)
     } else {
@@ -123,7 +124,10 @@ impl Pipeline {
                 }
             }
         };
-        if opts.params.as_ref().is_none_or(Map::is_empty) && opts.meta.is_none() {
+        if opts.params.as_ref().is_none_or(Map::is_empty)
+            && opts.meta.is_none()
+            && opts.handle.is_none()
+        {
             return Ok(self.transport.read_resource(&sent).await?);
         }
         let mut own = Map::new();
@@ -132,10 +136,13 @@ impl Pipeline {
             own.insert("_meta".into(), meta.clone());
         }
         let params = with_params(own, opts.params.as_ref());
-        let result = self
-            .transport
-            .request("resources/read", Some(params))
-            .await?;
+        let result = request(
+            &*self.transport,
+            "resources/read",
+            params,
+            opts.handle.as_ref(),
+        )
+        .await?;
         expect_object(result, "resources/read")
     }
 
@@ -215,7 +222,10 @@ impl Pipeline {
         if decision.decision != Verdict::Allow {
             return Err(CallError::denied(decision).with_outcome(outcome));
         }
-        if opts.params.as_ref().is_none_or(Map::is_empty) && opts.meta.is_none() {
+        if opts.params.as_ref().is_none_or(Map::is_empty)
+            && opts.meta.is_none()
+            && opts.handle.is_none()
+        {
             return Ok(self.transport.get_prompt(name, arguments).await?);
         }
         let mut own = Map::new();
@@ -227,7 +237,13 @@ impl Pipeline {
             own.insert("_meta".into(), meta.clone());
         }
         let params = with_params(own, opts.params.as_ref());
-        let result = self.transport.request("prompts/get", Some(params)).await?;
+        let result = request(
+            &*self.transport,
+            "prompts/get",
+            params,
+            opts.handle.as_ref(),
+        )
+        .await?;
         expect_object(result, "prompts/get")
     }
 }

@@ -8,23 +8,38 @@ use serde_json::{Map, Value};
 
 use super::error::CallError;
 use super::hooks::{ctx_for, emit, ignored, run_task, Failed, Hook, HookFn, Next};
+use super::reads::expect_object;
 use super::record::LazyCtx;
 use super::types::{CallOptions, HookCtx, ToolCall, ToolResult};
 use super::Pipeline;
-use crate::mcp::{BoxFuture, Transport};
+use crate::mcp::{BoxFuture, CallHandle, Transport};
 
 async fn send_direct(
     transport: Arc<dyn Transport>,
     call: ToolCall,
     params: Option<Arc<Map<String, Value>>>,
+    handle: Option<&CallHandle>,
 ) -> Result<ToolResult, CallError> {
-    let raw = match params.filter(|p| !p.is_empty()) {
-        None => {
+    let raw = match (params.filter(|p| !p.is_empty()), handle) {
+        (None, None) => {
             transport
                 .call_tool(&call.name, call.arguments, call.meta)
                 .await?
         }
-        Some(rest) => {
+        (None, Some(handle)) => {
+            // `call_tool`'s request, sent under the caller's handle.
+            let mut params = Map::with_capacity(3);
+            params.insert("name".into(), Value::from(call.name));
+            params.insert("arguments".into(), call.arguments);
+            if let Some(meta) = call.meta {
+                params.insert("_meta".into(), meta);
+            }
+            let raw = transport
+                .request_with("tools/call", Some(Value::Object(params)), handle)
+                .await?;
+            expect_object(raw, "tools/call")?
+        }
+        (Some(rest), handle) => {
             // The caller's other params (a task's `task`, ...) go as they
             // came; the ones the pipeline writes are its own.
             let mut params = Map::with_capacity(rest.len() + 3);
@@ -38,12 +53,24 @@ async fn send_direct(
                     params.insert(k.clone(), v.clone());
                 }
             }
-            transport
-                .request("tools/call", Some(Value::Object(params)))
-                .await?
+            request(&*transport, "tools/call", Value::Object(params), handle).await?
         }
     };
     Ok(ToolResult::from_value(raw)?)
+}
+
+/// Sends a request, under the caller's handle when there is one.
+pub(super) async fn request(
+    transport: &dyn Transport,
+    method: &str,
+    params: Value,
+    handle: Option<&CallHandle>,
+) -> Result<Value, crate::mcp::McpError> {
+    let params = Some(params);
+    match handle {
+        Some(handle) => transport.request_with(method, params, handle).await,
+        None => transport.request(method, params).await,
+    }
 }
 
 /// Aborts a task when dropped.
@@ -60,6 +87,9 @@ struct Chain {
     transport: Arc<dyn Transport>,
     call: ToolCall,
     params: Option<Arc<Map<String, Value>>>,
+    /// Carried to the send whichever task runs it (each hook runs on one
+    /// of its own), so the caller can cancel what it sent.
+    handle: Option<CallHandle>,
     hooks: Vec<Arc<Hook>>,
     base: HookCtx,
     timeout: std::time::Duration,
@@ -78,6 +108,7 @@ fn run_chain(chain: Arc<Chain>, i: usize) -> BoxFuture<'static, Result<ToolResul
                 chain.transport.clone(),
                 chain.call.clone(),
                 chain.params.clone(),
+                chain.handle.as_ref(),
             )
             .await;
         };
@@ -121,12 +152,13 @@ impl Pipeline {
             .cloned()
             .collect();
         if around.is_empty() {
-            return send_direct(self.transport.clone(), call, params).await;
+            return send_direct(self.transport.clone(), call, params, opts.handle.as_ref()).await;
         }
         let chain = Arc::new(Chain {
             transport: self.transport.clone(),
             call,
             params,
+            handle: opts.handle.clone(),
             hooks: around,
             base: base.get().clone(),
             timeout: self.send_timeout,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::mcp::McpError;
+use crate::mcp::{CallHandle, McpError};
 use crate::Request;
 
 /// One tool call as the pipeline carries it. Hooks get a copy; a
@@ -238,6 +238,10 @@ pub struct CallOptions {
     /// newer protocol adds. Keys the pipeline writes are never taken from
     /// here.
     pub params: Option<Map<String, Value>>,
+    /// The caller's handle on what is sent the server for this request:
+    /// cancelling it fails the request and tells the server, whichever
+    /// task sent it (an around hook's included).
+    pub handle: Option<CallHandle>,
 }
 
 impl CallOptions {
@@ -290,6 +294,13 @@ impl CallOptions {
     /// field).
     pub fn params(mut self, params: Map<String, Value>) -> Self {
         self.params = Some(params);
+        self
+    }
+
+    /// With this handle on what is sent the server (see the `handle`
+    /// field).
+    pub fn handle(mut self, handle: CallHandle) -> Self {
+        self.handle = Some(handle);
         self
     }
 

@@ -12,9 +12,9 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::peer::{Peer, PeerError};
 use crate::escape::json_text;
-use crate::mcp::BoxFuture;
+use crate::mcp::peer::{self, Peer, Wait};
+use crate::mcp::{BoxFuture, McpError};
 use crate::pipeline::{Approval, ApprovalRequest, Approver};
 
 /// The most an approver command may print on stdout; its first line is
@@ -38,7 +38,7 @@ impl Approver for ProxyApprover {
                 Box::pin(async move {
                     tokio::select! {
                         answer = run_command(command, request) => answer,
-                        why = host.closed() => Err(format!("no answer from the approver: {why}")),
+                        why = host.closed() => Err(format!("no answer from the approver: {}", peer::why(why))),
                     }
                 })
             }
@@ -124,17 +124,14 @@ async fn elicit(host: Arc<Peer>, request: ApprovalRequest) -> Result<Approval, S
     // A call given up while the person is asked (the host cancelled it,
     // the ask timed out) closes the dialog: the host is sent
     // `notifications/cancelled` for the elicitation.
-    let answer = match host
-        .request_or_cancel(
-            "elicitation/create",
-            Some(params),
-            "the call waiting on this approval was given up",
-        )
-        .await
-    {
+    let wait = Wait {
+        cancel_on_drop: Some("the call waiting on this approval was given up"),
+        ..Wait::default()
+    };
+    let answer = match host.request("elicitation/create", Some(params), wait).await {
         Ok(a) => a,
-        Err(PeerError::Rpc(e)) => return Err(format!("the host answered error {}", e.code)),
-        Err(PeerError::Closed(why)) => return Err(why),
+        Err(McpError::Rpc(e)) => return Err(format!("the host answered error {}", e.code)),
+        Err(other) => return Err(peer::why(other)),
     };
     match answer.get("action").and_then(Value::as_str) {
         Some("accept") => {

@@ -4,18 +4,16 @@
 //! proxy's own requests delivered.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 use tokio::io::{AsyncRead, BufReader};
 
 use super::answer::{self, call_answer, read_answer};
-use super::peer::PeerError;
-use super::upstream::{request_within, RAW_RESULT, SLOT};
 use super::{build_pipeline, Inflight, Shared};
 use crate::mcp::framing::{FrameError, LineReader};
 use crate::mcp::jsonrpc::{codes, Id, Message, Notification, Request, Response};
-use crate::mcp::{McpError, RpcError};
+use crate::mcp::{CallHandle, McpError, RpcError};
 use crate::pipeline::shape::shape_relayed;
 use crate::pipeline::{AuditRecord, By, CallError, CallOptions, Outcome, Pipeline, ToolResult};
 use crate::{Source, TargetKind};
@@ -106,7 +104,7 @@ async fn on_line(shared: &Arc<Shared>, line: &[u8]) {
             // What waits for room in the server's queue is the line, not
             // the parsed message.
             let line = Message::Notification(n).to_line();
-            shared.server.send_line(line).await
+            shared.server.send_line(line).await;
         }
         Message::Request(r) => start(shared, r).await,
     }
@@ -127,23 +125,18 @@ async fn cancel(shared: &Shared, n: Notification) {
     let Some(entry) = entry else {
         return;
     };
+    // The requests sent for it are taken before its task stops, which
+    // would take them off the handle as answered.
+    let cancelled = entry.handle.cancel_requests(params.clone());
     entry.abort.abort();
-    let upstream = *Shared::lock(&entry.upstream);
-    if let Some(upstream) = upstream {
-        let mut params = params.clone();
-        params["requestId"] = Value::from(upstream);
-        shared
-            .server
-            .notify("notifications/cancelled", Some(params))
-            .await;
-    }
+    cancelled.tell().await;
 }
 
 /// Numbers the host's requests in flight (`Inflight::seq`).
 static SEQ: AtomicU64 = AtomicU64::new(0);
 
 async fn start(shared: &Arc<Shared>, request: Request) {
-    let slot = Arc::new(Mutex::new(None));
+    let handle = CallHandle::new();
     let refusal = {
         let inflight = Shared::lock(&shared.inflight);
         if inflight.contains_key(&request.id) {
@@ -181,14 +174,14 @@ async fn start(shared: &Arc<Shared>, request: Request) {
     }
     let id = request.id.clone();
     let task_shared = shared.clone();
-    let task_slot = slot.clone();
+    let task_handle = handle.clone();
     let seq = SEQ.fetch_add(1, Ordering::Relaxed);
     // The entry is made before the task can end: it takes the same lock
     // to remove it.
     let mut inflight = Shared::lock(&shared.inflight);
-    let task = tokio::spawn(SLOT.scope(task_slot, async move {
+    let task = tokio::spawn(async move {
         let id = request.id.clone();
-        let outcome = serve(&task_shared, request).await;
+        let outcome = serve(&task_shared, request, &task_handle).await;
         // Answered only while the entry is this request's: a cancellation
         // (no answer) or the session's end (answered there) took it
         // otherwise.
@@ -202,12 +195,12 @@ async fn start(shared: &Arc<Shared>, request: Request) {
         if mine {
             task_shared.host.respond(id, outcome).await;
         }
-    }));
+    });
     inflight.insert(
         id,
         Inflight {
             abort: task.abort_handle(),
-            upstream: slot,
+            handle,
             seq,
         },
     );
@@ -272,15 +265,20 @@ fn options(params: &Value, own: &[&str]) -> CallOptions {
     opts
 }
 
-/// One host request, governed or relayed.
-async fn serve(shared: &Arc<Shared>, request: Request) -> Result<Value, RpcError> {
+/// One host request, governed or relayed; `handle` reaches every request
+/// sent the server for it.
+async fn serve(
+    shared: &Arc<Shared>,
+    request: Request,
+    handle: &CallHandle,
+) -> Result<Value, RpcError> {
     let params = params_of(&request);
     match request.method.as_str() {
         "initialize" => {
             let _ = shared
                 .host_caps
                 .set(params.get("capabilities").cloned().unwrap_or(json!({})));
-            let result = relay(shared, &request.method, request.params.clone()).await?;
+            let result = relay(shared, &request.method, request.params.clone(), handle).await?;
             shared.upstream.initialized(&result);
             build_pipeline(shared);
             Ok(result)
@@ -309,14 +307,9 @@ async fn serve(shared: &Arc<Shared>, request: Request) -> Result<Value, RpcError
             }
             // The pipeline writes the call's one audit line, whatever
             // refuses it, before anything is sent.
-            let raw = Arc::new(Mutex::new(None));
-            let out = RAW_RESULT
-                .scope(
-                    raw.clone(),
-                    p.call_tool(name, args, &options(params, &["name", "arguments"])),
-                )
-                .await;
-            let raw = Shared::lock(&raw).take();
+            let opts = options(params, &["name", "arguments"]).handle(handle.clone());
+            let out = p.call_tool(name, args, &opts).await;
+            let raw = handle.take_kept();
             let mut answer = match out {
                 // The server's result with every key it sent, unless a hook
                 // replaced it.
@@ -352,7 +345,8 @@ async fn serve(shared: &Arc<Shared>, request: Request) -> Result<Value, RpcError
                 &shared.server_id,
                 TargetKind::Resource,
                 uri,
-                p.read_resource(uri, &options(params, &["uri"])).await,
+                p.read_resource(uri, &options(params, &["uri"]).handle(handle.clone()))
+                    .await,
             )
         }
         "prompts/get" => {
@@ -366,11 +360,15 @@ async fn serve(shared: &Arc<Shared>, request: Request) -> Result<Value, RpcError
                 &shared.server_id,
                 TargetKind::Prompt,
                 name,
-                p.get_prompt(name, args, &options(params, &["name", "arguments"]))
-                    .await,
+                p.get_prompt(
+                    name,
+                    args,
+                    &options(params, &["name", "arguments"]).handle(handle.clone()),
+                )
+                .await,
             )
         }
-        method => relay(shared, method, request.params.clone()).await,
+        method => relay(shared, method, request.params.clone(), handle).await,
     }
 }
 
@@ -426,20 +424,28 @@ fn refused_unserved(shared: &Shared, method: &str, params: Option<&Value>, reaso
 /// server's answer, or a timeout error past `--call-timeout` (the server
 /// is then told, as for a governed call), so that no request holds a place
 /// of `--max-pending` for ever.
-async fn relay(shared: &Shared, method: &str, params: Option<Value>) -> Result<Value, RpcError> {
-    let timeout = shared.upstream.timeout();
-    match request_within(&shared.server, method, params, timeout).await {
-        Some(outcome) => outcome.map_err(closed),
-        None => Err(answer::other_error(CallError::from(McpError::Timeout(
-            timeout,
-        )))),
-    }
+async fn relay(
+    shared: &Shared,
+    method: &str,
+    params: Option<Value>,
+    handle: &CallHandle,
+) -> Result<Value, RpcError> {
+    shared
+        .upstream
+        .send(method, params, Some(handle))
+        .await
+        .map_err(closed)
 }
 
-/// A failed relay as the host's answer: the server's own error as it came.
-pub(crate) fn closed(e: PeerError) -> RpcError {
+/// A failed relay as the answer to the side that asked: the other side's
+/// own error as it came; the side gone, or no answer in time, in the
+/// proxy's words.
+pub(crate) fn closed(e: McpError) -> RpcError {
     match e {
-        PeerError::Rpc(rpc) => rpc,
-        PeerError::Closed(why) => RpcError::new(codes::INTERNAL_ERROR, format!("mcppol: {why}")),
+        McpError::Rpc(rpc) => rpc,
+        McpError::Transport(why) | McpError::Protocol(why) => {
+            RpcError::new(codes::INTERNAL_ERROR, format!("mcppol: {why}"))
+        }
+        timeout => answer::other_error(CallError::from(timeout)),
     }
 }

@@ -9,8 +9,8 @@
 //! stdout to `serve`, the session itself, which runs over any byte streams
 //! (the fuzz target `proxy` drives it in memory).
 //!
-//! - `peer.rs`: one side of the wire (writer task, the proxy's own
-//!   requests by id);
+//! - each side of the wire is a [`Peer`] (`mcp/peer.rs`: writer task,
+//!   the proxy's own requests by its own ids);
 //! - `host.rs` / `server.rs`: what arrives from each side;
 //! - `upstream.rs`: the server side as the pipeline's transport;
 //! - `answer.rs`: refusals as MCP answers; `roots.rs`: pinning;
@@ -22,7 +22,6 @@ mod approve;
 mod audit;
 mod child;
 mod host;
-mod peer;
 mod roots;
 mod server;
 mod upstream;
@@ -36,10 +35,11 @@ use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 pub(crate) use audit::Audit;
-use peer::Peer;
-use upstream::{Upstream, UpstreamSlot};
+use upstream::Upstream;
 
 use crate::mcp::jsonrpc::Id;
+use crate::mcp::peer::Peer;
+use crate::mcp::{CallHandle, McpError};
 use crate::pipeline::{Baseline, Hook, Pipeline, PolicySource};
 use crate::store::Store;
 
@@ -87,11 +87,11 @@ pub(crate) enum EndedBy {
     Server,
 }
 
-/// A host request in flight: its task, and the id of what the proxy sent
-/// the server for it (so a cancellation can be passed on).
+/// A host request in flight: its task, and the handle of what the proxy
+/// sent the server for it (so a cancellation can be passed on).
 pub(crate) struct Inflight {
     abort: tokio::task::AbortHandle,
-    upstream: UpstreamSlot,
+    handle: CallHandle,
     /// This request's own number: its task answers only while its entry
     /// is still the one under its id (a cancellation or the session's end
     /// took it otherwise).
@@ -111,9 +111,9 @@ pub(crate) struct Shared {
     pub(crate) host_caps: OnceLock<Value>,
     /// Host requests in flight, by the host's id.
     pub(crate) inflight: Mutex<HashMap<Id, Inflight>>,
-    /// Server requests relayed to the host: the server's id -> the proxy's
-    /// id on the host side.
-    pub(crate) relayed: Mutex<HashMap<Id, (i64, tokio::task::AbortHandle)>>,
+    /// Server requests relayed to the host, by the server's id: the
+    /// handle of what the proxy sent the host for each, and its task.
+    pub(crate) relayed: Mutex<HashMap<Id, (CallHandle, tokio::task::AbortHandle)>>,
     pub(crate) audit: Option<Arc<Audit>>,
     pub(crate) max_pending: usize,
     pub(crate) max_line_bytes: usize,
@@ -226,10 +226,10 @@ where
     F: FnOnce(EndedBy) -> Fut,
     Fut: Future,
 {
-    let host = Arc::new(Peer::start("host", host_out, session.max_pending));
+    let host = Arc::new(Peer::start("host", host_out, session.max_pending, None));
     // A server that takes nothing written to it for as long as a call may
     // wait is written to no more (its stdin is closed).
-    let server = Arc::new(Peer::start_with_stall(
+    let server = Arc::new(Peer::start(
         "server",
         server_in,
         session.max_pending,
@@ -268,7 +268,7 @@ where
             // The host will answer nothing more: what waits on it (an
             // approval, a server's request) fails now, and is decided
             // (and audited) as such before the end.
-            host.close("the host closed its input");
+            host.close(closed("the host closed its input"));
             // Without waiting: a server whose queue is full (it reads
             // nothing) has its input closed now.
             server.close_now();
@@ -276,14 +276,14 @@ where
         }
         _ = from_server => {
             // Every request still waiting on the server fails now.
-            server.close("the server exited");
+            server.close(closed("the server exited"));
             stop_server(EndedBy::Server).await
         }
     };
-    server.close("the server exited");
+    server.close(closed("the server exited"));
     // Nothing the proxy asked the host (an elicitation, the host's roots)
     // is waited for any more: the session is over.
-    host.close("the session ended");
+    host.close(closed("the session ended"));
     // The requests that were waiting on the server answer the host (with
     // an error) before its output is closed; the few still running then
     // are given up and answered with an error.
@@ -296,6 +296,11 @@ where
     host::give_up(&shared).await;
     host.finish(Duration::from_secs(2)).await;
     stopped
+}
+
+/// Why a side closed.
+fn closed(why: &str) -> McpError {
+    McpError::Transport(why.to_string())
 }
 
 /// Builds the pipeline once the handshake has told what the host can do.

@@ -13,8 +13,9 @@ use super::host::closed;
 use super::roots;
 use super::Shared;
 use crate::mcp::framing::{FrameError, LineReader};
-use crate::mcp::jsonrpc::{codes, Id, Message, Notification, Request, Response};
-use crate::mcp::RpcError;
+use crate::mcp::jsonrpc::{Id, Message, Notification, Request, Response};
+use crate::mcp::peer::Wait;
+use crate::mcp::{CallHandle, RpcError};
 
 /// Reads the server until its output ends (it exited) or breaks the bound.
 pub(crate) async fn read<R: AsyncRead + Unpin>(shared: Arc<Shared>, output: R) {
@@ -197,18 +198,12 @@ async fn on_notification(shared: &Arc<Shared>, n: Notification) {
             .and_then(|p| p.get("requestId").cloned())
             .and_then(|v| serde_json::from_value::<Id>(v).ok());
         let relayed = id.and_then(|id| Shared::lock(&shared.relayed).remove(&id));
-        if let Some((host_id, abort)) = relayed {
+        if let Some((handle, abort)) = relayed {
+            // Taken before the task stops; none when it was not sent to
+            // the host yet (and now it will not be).
+            let cancelled = handle.cancel_requests(n.params.unwrap_or(json!({})));
             abort.abort();
-            if host_id == 0 {
-                // Not sent to the host yet: nothing to cancel there.
-                return;
-            }
-            let mut params = n.params.unwrap_or(json!({}));
-            params["requestId"] = Value::from(host_id);
-            shared
-                .host
-                .notify("notifications/cancelled", Some(params))
-                .await;
+            cancelled.tell().await;
         }
         return;
     }
@@ -264,27 +259,34 @@ fn relist(shared: &Arc<Shared>, p: Arc<crate::pipeline::Pipeline>) {
 fn start(shared: &Arc<Shared>, request: Request) {
     let task_shared = shared.clone();
     let server_id = request.id.clone();
+    let handle = CallHandle::new();
+    let task_handle = handle.clone();
     // The task's abort handle is recorded before it can finish: it takes
     // the same lock to remove its entry.
     let mut relayed = Shared::lock(&shared.relayed);
     let task = tokio::spawn(async move {
         let id = request.id.clone();
-        let outcome = serve(&task_shared, request).await;
+        let outcome = serve(&task_shared, request, &task_handle).await;
         Shared::lock(&task_shared.relayed).remove(&id);
         task_shared.server.respond(id, outcome).await;
     });
-    // The host-side id is filled in when the request is sent.
-    relayed.insert(server_id, (0, task.abort_handle()));
+    relayed.insert(server_id, (handle, task.abort_handle()));
 }
 
-async fn serve(shared: &Arc<Shared>, request: Request) -> Result<Value, RpcError> {
+/// One request of the server's, relayed to the host for the request
+/// `handle` cancels.
+async fn serve(
+    shared: &Arc<Shared>,
+    request: Request,
+    handle: &CallHandle,
+) -> Result<Value, RpcError> {
     let pinned = shared
         .store
         .get(&shared.policy_name)
         .and_then(|p| p.roots().map(<[String]>::to_vec));
     match (request.method.as_str(), pinned) {
         ("roots/list", Some(pinned)) => {
-            let answer = ask_host(shared, &request.id, "roots/list", request.params).await;
+            let answer = ask_host(shared, "roots/list", request.params, handle).await;
             let host_roots = match answer {
                 Ok(v) => v
                     .get("roots")
@@ -302,34 +304,27 @@ async fn serve(shared: &Arc<Shared>, request: Request) -> Result<Value, RpcError
             }
             Ok(json!({ "roots": kept }))
         }
-        (method, _) => ask_host(shared, &request.id, method, request.params).await,
+        (method, _) => ask_host(shared, method, request.params, handle).await,
     }
 }
 
-/// Sends the host a request for the server, under a new id.
+/// Sends the host a request for the server, under a new id (which the
+/// server's cancellation reaches through `handle`).
 async fn ask_host(
     shared: &Shared,
-    server_id: &Id,
     method: &str,
     params: Option<Value>,
+    handle: &CallHandle,
 ) -> Result<Value, RpcError> {
-    let (id, rx) = shared
+    let wait = Wait {
+        handle: Some(handle),
+        ..Wait::default()
+    };
+    shared
         .host
-        .start_request(method, params)
+        .request(method, params, wait)
         .await
-        .map_err(closed)?;
-    if let Some(entry) = Shared::lock(&shared.relayed).get_mut(server_id) {
-        entry.0 = id;
-    }
-    let _forget = shared.host.forget_on_drop(id);
-    match rx.await {
-        Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => Err(closed(e)),
-        Err(_) => Err(RpcError::new(
-            codes::INTERNAL_ERROR,
-            "mcppol: the host is gone",
-        )),
-    }
+        .map_err(closed)
 }
 
 /// While the policy pins roots, an edit that changes them is announced to

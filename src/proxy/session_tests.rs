@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 
 use super::{serve, EndedBy, Session};
-use crate::pipeline::Baseline;
+use crate::pipeline::{Baseline, Hook, Matcher};
 use crate::store::Store;
 use crate::LoadOptions;
 
@@ -29,6 +29,10 @@ struct Wire {
 }
 
 fn start() -> Wire {
+    start_with(Vec::new())
+}
+
+fn start_with(hooks: Vec<Hook>) -> Wire {
     let store = Store::empty(LoadOptions::default());
     store.update("fz", POLICY).unwrap();
     let session = Session {
@@ -38,7 +42,7 @@ fn start() -> Wire {
         baseline: Baseline::FirstListing,
         audit: None,
         approver: None,
-        hooks: Vec::new(),
+        hooks,
         max_line_bytes: 1 << 16,
         max_pending: 16,
         call_timeout: Duration::from_secs(30),
@@ -236,4 +240,41 @@ async fn a_notification_is_written_again_never_relayed_as_it_came() {
         line,
         r#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#
     );
+}
+
+/// An around hook runs on a task of its own, which the task-local that
+/// once carried the upstream id did not reach: a call sent through one
+/// was never cancelled when the host cancelled. The host request's handle
+/// goes down with the call, so the server is told, under the id it knows.
+#[tokio::test(start_paused = true)]
+async fn a_call_sent_through_an_around_hook_is_cancelled_upstream() {
+    let wrap = Hook::around(
+        "wrap",
+        Matcher::pattern("*"),
+        |_call, next, _ctx| async move { next.run().await },
+    );
+    let mut w = start_with(vec![wrap]);
+    handshake(&mut w).await;
+    let args = json!({"name": "read", "arguments": {"path": "/a"}});
+    send(&mut w.host, request(json!(5), "tools/call", args)).await;
+    let call = next(&mut w.to_server).await.unwrap();
+    assert_eq!(call["method"], "tools/call");
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 5, "reason": "bored"}});
+    send(&mut w.host, cancel).await;
+    assert_eq!(
+        next(&mut w.to_server).await.unwrap(),
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": call["id"], "reason": "bored"}})
+    );
+    // The cancelled call gets no answer, even when the server's comes.
+    send(
+        &mut w.server,
+        result(call["id"].clone(), json!({"content": []})),
+    )
+    .await;
+    drop(w.host.take());
+    assert_eq!(w.session.await.unwrap(), EndedBy::Host);
+    let left = rest(&mut w.to_host).await;
+    assert!(left.is_empty(), "{left:?}");
 }

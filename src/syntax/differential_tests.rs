@@ -7,12 +7,7 @@
 //! node for node and span for span, and the other way round (but for a
 //! misspelt setting word, where the driver skips to the next line).
 
-#[path = "../../benches/common/gen.rs"]
-mod gen;
-
-#[allow(dead_code)]
-#[path = "../../tests/suite/common/words.rs"]
-mod words;
+use crate::test_util::{gen, words};
 
 use std::path::{Path, PathBuf};
 

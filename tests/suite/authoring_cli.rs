@@ -2,12 +2,8 @@
 //! The policy author's verbs, run as the real binary: explain, fmt, test,
 //! table, lock.
 
-use assert_cmd::Command;
+use crate::common::mcppol;
 use serde_json::Value;
-
-fn mcppol() -> Command {
-    Command::cargo_bin("mcppol").unwrap()
-}
 
 fn run(args: &[&str]) -> (i32, String, String) {
     let out = mcppol().args(args).output().unwrap();

@@ -10,7 +10,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command as Process, Stdio};
 
-use assert_cmd::Command;
 use serde_json::{json, Value};
 
 const POLICY: &str = "tests/fixtures/claude/policy.mcppol";
@@ -92,7 +91,7 @@ impl Hook {
     }
 
     fn run_bytes(&self, input: &[u8]) -> Run {
-        let mut command = Command::cargo_bin("mcppol").unwrap();
+        let mut command = crate::common::mcppol();
         for (k, v) in &self.env {
             match v {
                 Some(v) => command.env(k, v),
@@ -604,7 +603,7 @@ fn session_ids_are_never_paths() {
 #[test]
 fn fifty_hooks_of_one_session_at_once_lose_no_taint() {
     let hook = Hook::new();
-    let exe = assert_cmd::cargo::cargo_bin("mcppol");
+    let exe = std::path::PathBuf::from(crate::common::MCPPOL);
     let mut children = Vec::new();
     for i in 0..50 {
         let event = with(
@@ -656,10 +655,9 @@ fn settings_block(command: &str) -> Value {
 
 #[test]
 fn print_settings_prints_the_block_that_installs_the_hook() {
-    let exe = assert_cmd::cargo::cargo_bin("mcppol");
+    let exe = std::path::PathBuf::from(crate::common::MCPPOL);
     let exe = exe.display();
-    let out = Command::cargo_bin("mcppol")
-        .unwrap()
+    let out = crate::common::mcppol()
         .args([
             "claude-hook",
             "--print-settings",
@@ -680,8 +678,7 @@ fn print_settings_prints_the_block_that_installs_the_hook() {
     );
     // Without a policy: the project's `.claude/policy.mcppol`; the other
     // flags are carried over.
-    let out = Command::cargo_bin("mcppol")
-        .unwrap()
+    let out = crate::common::mcppol()
         .args([
             "claude-hook",
             "--print-settings",
@@ -703,8 +700,7 @@ fn print_settings_prints_the_block_that_installs_the_hook() {
         ))
     );
     // A policy that does not load is not installed.
-    let out = Command::cargo_bin("mcppol")
-        .unwrap()
+    let out = crate::common::mcppol()
         .args(["claude-hook", "--print-settings", "--policy", "nope.mcppol"])
         .output()
         .unwrap();
@@ -1172,8 +1168,7 @@ fn a_call_that_cannot_be_audited_is_refused() {
 
 #[test]
 fn print_settings_carries_the_audit_file() {
-    let out = Command::cargo_bin("mcppol")
-        .unwrap()
+    let out = crate::common::mcppol()
         .args([
             "claude-hook",
             "--print-settings",
@@ -1199,8 +1194,7 @@ fn explain_shows_the_fixed_rule_for_a_protected_write() {
     let policy = project.policy();
     let args = json!({"file_path": ".claude/policy.mcppol", "content": ""}).to_string();
     let cwd = project.root.display().to_string();
-    let out = Command::cargo_bin("mcppol")
-        .unwrap()
+    let out = crate::common::mcppol()
         .env("HOME", "/home/dev")
         .args([
             "explain",
@@ -1229,8 +1223,7 @@ fn explain_shows_the_fixed_rule_for_a_protected_write() {
         ),
         "{text}"
     );
-    let out = Command::cargo_bin("mcppol")
-        .unwrap()
+    let out = crate::common::mcppol()
         .env("HOME", "/home/dev")
         .args([
             "explain",
@@ -1255,8 +1248,7 @@ fn explain_shows_the_fixed_rule_for_a_protected_write() {
     assert_eq!(v["steps"][0]["stage"], "protected");
     // Another file is the policy's to decide.
     let other = json!({"file_path": "src/main.rs", "content": ""}).to_string();
-    let out = Command::cargo_bin("mcppol")
-        .unwrap()
+    let out = crate::common::mcppol()
         .args([
             "explain",
             "--policy",

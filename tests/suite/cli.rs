@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use assert_cmd::Command;
+use crate::common::mcppol;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -32,10 +32,6 @@ impl Dir {
         std::fs::write(&path, text).unwrap();
         path
     }
-}
-
-fn mcppol() -> Command {
-    Command::cargo_bin("mcppol").unwrap()
 }
 
 /// Runs `mcppol eval --policy FILE ARGS...`: (status, stdout JSON or Null, stderr).

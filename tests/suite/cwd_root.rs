@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use assert_cmd::Command;
+use crate::common::mcppol;
 use mcppol::{PolicySet, Request, Verdict};
 use serde_json::json;
 
@@ -107,10 +107,6 @@ fn an_unknown_taint_fails_closed() {
         ),
         (Verdict::Deny, "predicate_failed", Some("tainted_send"))
     );
-}
-
-fn mcppol() -> Command {
-    Command::cargo_bin("mcppol").unwrap()
 }
 
 #[test]

@@ -143,7 +143,7 @@ fn pages(root: &Path) -> Vec<PathBuf> {
 #[test]
 fn console_examples_print_what_the_docs_show() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let bin_dir = Path::new(env!("CARGO_BIN_EXE_mcppol")).parent().unwrap();
+    let bin_dir = Path::new(crate::common::MCPPOL).parent().unwrap();
     let path = format!(
         "{}:{}",
         bin_dir.display(),

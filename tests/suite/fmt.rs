@@ -4,7 +4,7 @@
 //! over random policies) is a unit test beside the formatter, in
 //! `src/fmt/meaning.rs`, since the compiled rules are not public.
 
-use crate::common::fmt_check::{corpus, decisions, fmt};
+use mcppol::test_util::fmt_check::{corpus, decisions, fmt};
 use mcppol::{format, FmtError};
 
 #[test]

@@ -306,8 +306,7 @@ mod claude_hook {
     }
 
     fn run(state: &Path, input: Vec<u8>) -> (i32, Value) {
-        let out = assert_cmd::Command::cargo_bin("mcppol")
-            .unwrap()
+        let out = crate::common::mcppol()
             .args([
                 "claude-hook",
                 "--policy",

@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use assert_cmd::Command;
+use crate::common::mcppol;
 use mcppol::{check_text, render_all, Diagnostic, LintOptions, Listing, LoadOptions, LINTS};
 use serde_json::Value;
 
@@ -195,10 +195,6 @@ fn allow_new_tools_on_needs_no_exact_targets() {
 }
 
 // ------------------------------------------------------------- the binary
-
-fn mcppol() -> Command {
-    Command::cargo_bin("mcppol").unwrap()
-}
 
 fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
     let path = dir.path().join(name);

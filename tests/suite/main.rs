@@ -30,6 +30,12 @@ mod claude_hook;
 #[cfg(feature = "cli")]
 mod cli;
 #[cfg(feature = "cli")]
+mod cli_explain_and_check;
+#[cfg(feature = "cli")]
+mod cli_inputs;
+#[cfg(feature = "cli")]
+mod cli_uris_and_paths;
+#[cfg(feature = "cli")]
 mod cwd_root;
 mod diagnostics;
 #[cfg(feature = "cli")]
@@ -38,10 +44,6 @@ mod explain_agrees;
 #[cfg(feature = "pipeline")]
 mod faults;
 mod fmt;
-#[cfg(feature = "cli")]
-mod hardened_cli;
-#[cfg(feature = "cli")]
-mod hardening_cli;
 mod library_errors;
 #[cfg(feature = "pipeline")]
 mod limits;
@@ -72,9 +74,7 @@ mod robustness;
 #[cfg(feature = "cli")]
 mod roots;
 mod semantics;
-mod semantics_hardening;
-#[cfg(feature = "cli")]
-mod shown_cli;
+mod semantics_edge_cases;
 #[cfg(feature = "store")]
 mod store;
 #[cfg(feature = "store")]

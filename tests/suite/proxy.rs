@@ -499,7 +499,7 @@ fn lines_over_the_bound_and_bad_json_are_refused_and_the_session_goes_on() {
 #[test]
 fn usage_errors_before_the_server_starts() {
     let (dir, policy) = setup(POLICY);
-    let bin = env!("CARGO_BIN_EXE_mcppol");
+    let bin = crate::common::MCPPOL;
     let out = std::process::Command::new(bin)
         .args([
             "proxy",
@@ -580,7 +580,7 @@ fn a_claude_style_command_hook_runs_in_the_proxy_and_exit_2_denies_with_its_stde
 
     let broken = dir.path().join("broken.json");
     std::fs::write(&broken, r#"{"hooks": {"Stop": []}}"#).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcppol"))
+    let out = std::process::Command::new(crate::common::MCPPOL)
         .args([
             "proxy",
             "--policy",
@@ -607,7 +607,7 @@ fn a_server_that_ignores_the_closed_input_is_killed_with_its_group_after_the_gra
         "sleep 300 & echo $! > '{}'; while true; do sleep 1; done",
         pidfile.display()
     );
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_mcppol"));
+    let mut cmd = std::process::Command::new(crate::common::MCPPOL);
     cmd.args([
         "proxy",
         "--policy",

@@ -71,7 +71,7 @@ impl World {
         )
         .unwrap();
         let mut cfg = json!({
-            "mcppol": env!("CARGO_BIN_EXE_mcppol"),
+            "mcppol": crate::common::MCPPOL,
             "server_js": server,
             "policy": policy_file,
             "sandbox": self.path("sandbox"),

@@ -53,7 +53,7 @@ impl Fault {
         std::fs::write(&policy, policy_text).unwrap();
         let stderr = dir.path().join("proxy.stderr");
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fault/server.py");
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcppol"));
+        let mut cmd = Command::new(crate::common::MCPPOL);
         cmd.arg("proxy");
         if !extra.contains(&"--call-timeout") {
             cmd.args(["--call-timeout", "2s"]);
@@ -645,7 +645,7 @@ fn notifications_far_larger_parsed_than_on_the_wire_are_not_held_parsed() {
     let policy = dir.path().join("fault.mcppol");
     std::fs::write(&policy, POLICY).unwrap();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fault/server.py");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mcppol"))
+    let mut child = Command::new(crate::common::MCPPOL)
         .arg("proxy")
         .arg("--policy")
         .arg(&policy)
@@ -765,7 +765,7 @@ fn sigterm_during_the_grace_ends_a_server_that_ignores_sigterm_too() {
         pidfile.display()
     );
     let stderr = dir.path().join("proxy.stderr");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcppol"));
+    let mut cmd = Command::new(crate::common::MCPPOL);
     cmd.arg("proxy")
         .arg("--policy")
         .arg(&policy)

@@ -92,7 +92,7 @@ fn run(calls: usize, rewrites: usize) {
     let audit = dir.path().join("audit.jsonl");
     let stderr = dir.path().join("proxy.stderr");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fault/server.py");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcppol"));
+    let mut cmd = Command::new(crate::common::MCPPOL);
     cmd.arg("proxy")
         .arg("--policy")
         .arg(&policy)

@@ -170,7 +170,7 @@ fn stderr_of(policy: &str, server_id: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("p.mcppol");
     std::fs::write(&path, policy).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcppol"))
+    let out = std::process::Command::new(crate::common::MCPPOL)
         .args(["proxy", "--policy"])
         .arg(&path)
         .args(["--server-id", server_id, "--", "true"])

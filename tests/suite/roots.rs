@@ -3,7 +3,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use assert_cmd::Command;
 use mcppol::PolicySet;
 
 fn roots_of(text: &str) -> Option<Vec<String>> {
@@ -70,8 +69,7 @@ fn fmt_keeps_roots() {
         "policy p {\nroots   \"/srv/work\" ,\"/tmp\"\n   allow \"a/b\"\n}\n",
     )
     .unwrap();
-    Command::cargo_bin("mcppol")
-        .unwrap()
+    crate::common::mcppol()
         .args(["fmt"])
         .arg(&path)
         .assert()
@@ -85,8 +83,7 @@ fn fmt_keeps_roots() {
 
 #[test]
 fn explain_names_the_pinned_roots() {
-    let out = Command::cargo_bin("mcppol")
-        .unwrap()
+    let out = crate::common::mcppol()
         .args([
             "explain",
             "--policy",
@@ -106,8 +103,7 @@ fn explain_names_the_pinned_roots() {
         text.contains(r#"roots: pinned to "/srv/work", "/tmp/scratch""#),
         "{text}"
     );
-    let out = Command::cargo_bin("mcppol")
-        .unwrap()
+    let out = crate::common::mcppol()
         .args([
             "explain",
             "--format",

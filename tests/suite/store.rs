@@ -626,7 +626,7 @@ fn check_watch_checks_again_on_every_save() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("p.mcppol");
     std::fs::write(&path, version(1)).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mcppol"))
+    let mut child = Command::new(crate::common::MCPPOL)
         .args(["check", "--watch"])
         .arg(&path)
         .env("NO_COLOR", "1")

@@ -3,7 +3,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use assert_cmd::Command;
 use mcppol::{PolicySet, Request, Verdict};
 
 const POLICY: &str = r#"
@@ -76,8 +75,7 @@ fn fmt_and_explain_keep_by() {
         "policy p {\n  deny \"mail/send\" when tainted( by :[\"web\",\"inbox\"] )\n}\n",
     )
     .unwrap();
-    Command::cargo_bin("mcppol")
-        .unwrap()
+    crate::common::mcppol()
         .arg("fmt")
         .arg(&path)
         .assert()
@@ -86,8 +84,7 @@ fn fmt_and_explain_keep_by() {
         std::fs::read_to_string(&path).unwrap(),
         "policy p {\n  deny \"mail/send\" when tainted(by: [\"web\", \"inbox\"])\n}\n"
     );
-    let out = Command::cargo_bin("mcppol")
-        .unwrap()
+    let out = crate::common::mcppol()
         .args([
             "explain",
             "--tool",

@@ -6,7 +6,7 @@
 //!   cargo run --release -p mcppol-compare -- --sizes 10,100,1000,10000
 //! ```
 //!
-//! Per rule count: generates the policy (`benches/common/gen.rs`), renders
+//! Per rule count: generates the policy (`mcppol::test_util::gen`, src/test_util/gen/), renders
 //! it to Cedar and Rego in two set-ups, loads them all (timing it and
 //! counting the bytes it allocates and keeps), checks that every engine
 //! gives every request of the mix the same answer (decision and deciding
@@ -27,8 +27,7 @@
 
 #![deny(unsafe_code)]
 
-#[path = "../../common/gen.rs"]
-mod gen;
+use mcppol::test_util::gen;
 
 mod alloc;
 mod cedar;

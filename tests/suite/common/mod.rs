@@ -3,10 +3,22 @@
 #![allow(dead_code, clippy::unwrap_used)]
 
 pub mod case;
-pub mod fmt_check;
-mod words;
 
 use std::sync::{Arc, Mutex};
+
+/// The `mcppol` binary of this build (cargo gives the tests its path): the
+/// one way every test runs it. A test that drives it over pipes spawns
+/// `std::process::Command::new(MCPPOL)`; one that runs it to its end uses
+/// [`mcppol`].
+#[cfg(feature = "cli")]
+pub const MCPPOL: &str = env!("CARGO_BIN_EXE_mcppol");
+
+/// `mcppol`, to run to its end and check its output and status
+/// (`assert_cmd`: `write_stdin`, `timeout`, `assert`).
+#[cfg(feature = "cli")]
+pub fn mcppol() -> assert_cmd::Command {
+    assert_cmd::Command::new(MCPPOL)
+}
 
 /// Runs `f` with a `tracing` subscriber at `level` and returns what it
 /// logged, as plain text.
@@ -49,7 +61,7 @@ impl std::io::Write for Captured {
 }
 
 #[allow(unused_imports)] // not every test binary uses it
-pub use words::WORDS;
+pub use mcppol::test_util::words::WORDS;
 
 /// [`capture_logs`] for async code: runs `f` on the current task with a
 /// capturing subscriber (current-thread runtimes run spawned tasks on

@@ -30,7 +30,7 @@ impl Proxy {
     /// server's log at `log`.
     pub fn start(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Proxy {
         let stderr = dir.join("proxy.stderr");
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcppol"));
+        let mut cmd = Command::new(crate::common::MCPPOL);
         cmd.arg("proxy")
             .args(args)
             .arg("--")

@@ -1,10 +1,10 @@
 //! Token soup for the parser's property tests, shared by the integration
-//! tests (`common::WORDS`) and the parser's unit tests (by `#[path]`).
+//! tests (`common::WORDS`) and the parser's unit tests.
 
 /// Words of the language, and pieces of them, to build token soup from:
 /// property tests join random picks of these into text the parser must
 /// survive (and on which its two ways through a file must agree:
-/// `src/syntax/differential_tests.rs` includes this file).
+/// `src/syntax/differential_tests.rs` reads it too).
 pub const WORDS: &[&str] = &[
     "policy",
     "p",

@@ -62,7 +62,7 @@ fn link_to_zero(dir: &Dir, name: &str) -> PathBuf {
 }
 
 fn mcppol() -> Command {
-    let mut cmd = Command::cargo_bin("mcppol").unwrap();
+    let mut cmd = crate::common::mcppol();
     cmd.timeout(LIMIT).env("NO_COLOR", "1");
     cmd
 }
@@ -395,7 +395,7 @@ fn a_closed_standard_output_ends_quietly() {
         "big.json",
         &format!(r#"{{"tools": [{}]}}"#, tools.join(",")),
     );
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("mcppol"))
+    let mut child = std::process::Command::new(std::path::PathBuf::from(crate::common::MCPPOL))
         .arg("lock")
         .arg("--tools")
         .arg(format!("s={}", listing.display()))

@@ -3,12 +3,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use assert_cmd::Command;
+use crate::common::mcppol;
 use serde_json::Value;
-
-fn mcppol() -> Command {
-    Command::cargo_bin("mcppol").unwrap()
-}
 
 const POLICY: &str = r#"policy p {
   scope tools, resources

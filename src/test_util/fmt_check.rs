@@ -1,10 +1,10 @@
 //! What the `fmt` tests share: formatting that must succeed, the decisions
 //! of a policy over a spread of requests (to compare before and after
-//! formatting), and the corpus of policy files. Included by the
-//! integration suite (`common::fmt_check`) and by the formatter's unit test
-//! (`src/fmt/meaning.rs`, by `#[path]`), so both check against one spread.
+//! formatting), and the corpus of policy files. Used by the integration
+//! suite (`tests/suite/fmt.rs`) and by the formatter's unit test
+//! (`src/fmt/meaning.rs`), so both check against one spread.
 
-use mcppol::{format, PolicySet, Request, TargetKind, ToolApproval};
+use crate::{format, PolicySet, Request, TargetKind, ToolApproval};
 use serde_json::json;
 
 /// Formats `text`, panicking with the reason when it cannot be formatted.

@@ -6,12 +6,8 @@
 
 use std::path::Path;
 
-use assert_cmd::Command;
+use crate::common::mcppol;
 use serde_json::{json, Value};
-
-fn mcppol() -> Command {
-    Command::cargo_bin("mcppol").unwrap()
-}
 
 const POLICY: &str = r#"policy p {
   ask outside: "fs/*" when args.content matches /^A/ and args.path escapes "/srv"
