@@ -159,11 +159,7 @@ impl Connection {
         params: Option<Value>,
         handle: Option<&CallHandle>,
     ) -> Result<Value, McpError> {
-        let wait = Wait {
-            timeout: Some(self.timeout),
-            handle,
-            cancel_on_drop: None,
-        };
+        let wait = Wait::within(self.timeout, handle);
         self.peer.request(method, params, wait).await
     }
 

@@ -102,6 +102,18 @@ pub(crate) struct Wait<'a> {
     pub(crate) cancel_on_drop: Option<&'static str>,
 }
 
+impl<'a> Wait<'a> {
+    /// A request given up after `timeout`, or when `handle` is cancelled:
+    /// what the client connection and the proxy's server side both send.
+    pub(crate) fn within(timeout: Duration, handle: Option<&'a CallHandle>) -> Wait<'a> {
+        Wait {
+            timeout: Some(timeout),
+            handle,
+            cancel_on_drop: None,
+        }
+    }
+}
+
 /// One side of the conversation.
 pub(crate) struct Peer {
     /// `host` or `server`, for logs and messages.

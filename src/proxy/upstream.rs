@@ -49,11 +49,7 @@ impl Upstream {
         params: Option<Value>,
         handle: Option<&CallHandle>,
     ) -> Result<Value, McpError> {
-        let wait = Wait {
-            timeout: Some(self.timeout),
-            handle,
-            cancel_on_drop: None,
-        };
+        let wait = Wait::within(self.timeout, handle);
         self.peer.request(method, params, wait).await
     }
 
