@@ -1,7 +1,8 @@
-//! `mcppol table`: the effective decision for every listed tool (no
-//! arguments, untainted, no principal), with and without an approver, and
-//! what else a rule could make it depend on. The review artefact a security
-//! team signs off.
+//! `mcppol table`: for every listed tool, with and without an approver,
+//! the one decision a call gets whatever it says, or what the decision
+//! depends on (the arguments, taint, the principal, ...) and each outcome
+//! (`eval::outcomes`, the one procedure run what-if). The review artefact
+//! a security team signs off.
 
 use std::path::PathBuf;
 

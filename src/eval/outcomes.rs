@@ -143,9 +143,13 @@ impl Sink for WhatIf<'_> {
         if settled(cond, facts).is_some() {
             return None;
         }
-        let mut inputs = BTreeSet::new();
-        reads(cond, &mut inputs);
-        self.reached.push((rule.id.clone(), inputs));
+        // Rule ids are unique in a policy, and the procedure tries a rule
+        // once; the check only keeps an outcome from being listed twice.
+        if !self.reached.iter().any(|(id, _)| *id == rule.id) {
+            let mut inputs = BTreeSet::new();
+            reads(cond, &mut inputs);
+            self.reached.push((rule.id.clone(), inputs));
+        }
         Some(Tri::from(self.force == Some(&*rule.id)))
     }
 }

@@ -558,3 +558,26 @@ fn fmt_filters_standard_input() {
         "policy p {\n  allow \"a/b\"\n}\n"
     );
 }
+
+/// The tables of the bundled policies against their servers' listings, as
+/// reviewed: what each tool comes to, and on what it depends.
+#[test]
+fn the_bundled_policies_tables_are_as_reviewed() {
+    for (policy, tools) in [
+        ("filesystem", format!("fs={FS_TOOLS}")),
+        (
+            "github",
+            "github=docs/examples/github.tools.json".to_string(),
+        ),
+    ] {
+        let (code, out, err) = run(&[
+            "table",
+            "--policy",
+            &format!("policies/{policy}.mcppol"),
+            "--tools",
+            &tools,
+        ]);
+        assert_eq!(code, 0, "{err}");
+        insta::assert_snapshot!(format!("table_{policy}"), out);
+    }
+}
