@@ -187,11 +187,21 @@ pub(crate) fn outcomes(policy: &Policy, with: &Request<'_>, without: &Request<'_
             when: Some(id),
         });
     }
-    cases.push(Outcome {
+    let otherwise = Outcome {
         when: None,
         with_approver: with_otherwise,
         without_approver: without_otherwise,
-    });
+    };
+    // Open rules that all come to the otherwise decision (a changed
+    // tool's pin decides whichever matches) do not make it depend.
+    if cases.iter().all(|c| {
+        c.with_approver == otherwise.with_approver
+            && c.without_approver == otherwise.without_approver
+    }) {
+        cases.clear();
+        depends_on.clear();
+    }
+    cases.push(otherwise);
     Outcomes {
         depends_on: depends_on.into_iter().collect(),
         cases,
@@ -286,6 +296,26 @@ mod tests {
         assert_eq!(o.cases.len(), 2);
         assert_eq!(o.cases[0].with_approver, decide_of(p, "x", true));
         assert_eq!(o.cases[1].with_approver.decision, Verdict::Allow);
+    }
+
+    #[test]
+    fn open_rules_that_all_come_to_the_same_decision_settle_it() {
+        // A changed tool: the pin decides whether `w` or the allow matches.
+        let set = policy(
+            r#"policy p { pin_tools on
+            ask w: "a/x" when args.force == true
+            allow "a/x" }"#,
+        );
+        let p = set.pick(None).unwrap();
+        let mut with = Request::tool("a", "x");
+        with.approval = crate::fingerprint::ToolApproval::Changed;
+        let mut without = with;
+        without.has_approver = false;
+        let o = outcomes(p, &with, &without);
+        assert!(o.settled(), "{o:?}");
+        assert!(o.depends_on.is_empty());
+        assert_eq!(o.cases[0].with_approver.source, Source::Pin);
+        assert_eq!(o.cases[0].without_approver.decision, Verdict::Deny);
     }
 
     #[test]
