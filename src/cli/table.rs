@@ -1,22 +1,25 @@
-//! `mcppol table`: the effective decision for every listed tool (no
-//! arguments, untainted, no principal), with and without an approver, and
-//! what else a rule could make it depend on. The review artefact a security
-//! team signs off.
+//! `mcppol table`: for every listed tool, with and without an approver,
+//! the one decision a call gets whatever it says, or what the decision
+//! depends on (the arguments, taint, the principal, ...) and each outcome
+//! (`eval::outcomes`, the one procedure run what-if). The review artefact
+//! a security team signs off.
 
-use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use clap::Args;
 use serde_json::{json, Value};
 
-use super::listing::read_listings;
+use super::listing::{read_listings, Listed};
 use super::request_args::read_lock;
 use super::{color, exit, usage_error, Format};
-use crate::enforce::render::{decision_cell, decision_json};
+use crate::enforce::render::{
+    decision_cell, decision_json, depends_cell, outcome_label, table_summary, DEPENDS_NOTE,
+};
+use crate::escape::escape;
+use crate::eval::outcomes::{outcomes, Outcome, Outcomes};
 use crate::eval::owned::RequestSpec;
-use crate::policy::{names::fold, Cond, Operand, Rule, Test};
-use crate::syntax::Effect;
-use crate::{Decision, LoadOptions, Policy, PolicySet, Source, TargetKind};
+use crate::fingerprint::ToolApproval;
+use crate::{Decision, LoadOptions, PolicySet, TargetKind};
 
 #[derive(Args, Debug)]
 pub struct TableArgs {
@@ -44,98 +47,6 @@ pub struct TableArgs {
     /// `human` (an aligned table) or `json`.
     #[arg(long, value_enum, default_value = "human")]
     format: Format,
-}
-
-/// What a condition reads besides annotations: the inputs that can change
-/// a decision the table shows for a bare call.
-fn reads(cond: &Cond, out: &mut BTreeSet<&'static str>) {
-    match cond {
-        Cond::And(parts) | Cond::Or(parts) => parts.iter().for_each(|p| reads(p, out)),
-        Cond::Not(inner) => reads(inner, out),
-        Cond::Pred(pred) => {
-            let operand = match &pred.test {
-                Test::Tainted { .. } => {
-                    out.insert("taint");
-                    return;
-                }
-                Test::Host { .. } => {
-                    out.insert("host");
-                    return;
-                }
-                Test::Annotation(_) => return,
-                Test::Exists(o) => o,
-                Test::Compare { operand, .. }
-                | Test::In { operand, .. }
-                | Test::Matches { operand, .. }
-                | Test::Inside { operand, .. }
-                | Test::Escapes { operand, .. } => operand,
-            };
-            match operand {
-                Operand::Args(_) => out.insert("args"),
-                Operand::Principal => out.insert("principal"),
-                Operand::Assigns(_) => out.insert("assigns"),
-                Operand::Annotation(_) => false,
-            };
-        }
-    }
-}
-
-fn rank(source: Source) -> usize {
-    match source {
-        Source::Protected | Source::Request | Source::Visibility => 0,
-        Source::Deny => 1,
-        Source::Pin => 2,
-        Source::Ask => 3,
-        Source::Allow => 4,
-        Source::Default => 5,
-    }
-}
-
-fn effect_rank(effect: Effect) -> usize {
-    match effect {
-        Effect::Deny => 1,
-        Effect::Ask => 3,
-        Effect::Allow => 4,
-    }
-}
-
-fn rule_names(rule: &Rule, server: &str, name: &str) -> bool {
-    if rule.effect == Effect::Allow {
-        rule.targets.iter().any(|t| t.matches(server, name, name))
-    } else {
-        let (fs, fname) = (fold(server), fold(name));
-        rule.targets.iter().any(|t| t.matches(&fs, &fname, name))
-    }
-}
-
-/// The inputs that a rule reached before (or at) the deciding stage reads:
-/// with other values, it could decide differently.
-fn depends_on(
-    policy: &Policy,
-    server: &str,
-    name: &str,
-    decisions: &[&Decision],
-) -> Vec<&'static str> {
-    let mut out = BTreeSet::new();
-    for d in decisions {
-        if d.source == Source::Visibility {
-            continue;
-        }
-        let decided = rank(d.source);
-        for rule in policy.all_rules() {
-            if rule.kind != TargetKind::Tool || !rule_names(rule, server, name) {
-                continue;
-            }
-            let at = effect_rank(rule.effect);
-            let is_decider = d.rule_id.as_deref() == Some(&*rule.id);
-            if at < decided || is_decider {
-                if let Some(c) = &rule.condition {
-                    reads(c, &mut out);
-                }
-            }
-        }
-    }
-    out.into_iter().collect()
 }
 
 pub fn run(args: TableArgs) -> u8 {
@@ -182,23 +93,36 @@ pub fn run(args: TableArgs) -> u8 {
             Ok(r) => r,
             Err(e) => return usage_error(&format!("tool `{}`: {e}", spec.target), None),
         };
-        let d_with = with.with_request(|r| policy.decide(r));
-        let d_without = without.with_request(|r| policy.decide(r));
-        let depends = depends_on(policy, &tool.server, &tool.name, &[&d_with, &d_without]);
-        rows.push((tool, with.approval, d_with, d_without, depends));
+        // The bare call's decisions, as before, for `--format json`.
+        let bare = [&with, &without].map(|r| r.with_request(|r| policy.decide(r)));
+        let outcomes = with.with_request(|w| without.with_request(|wo| outcomes(policy, w, wo)));
+        rows.push(Row {
+            tool,
+            approval: with.approval,
+            bare,
+            outcomes,
+        });
     }
+    let outcome_json = |o: &Outcome| {
+        json!({
+            "when": o.when.as_deref(),
+            "with_approver": decision_json(&o.with_approver),
+            "without_approver": decision_json(&o.without_approver),
+        })
+    };
     match args.format {
         Format::Json => {
             let tools: Vec<Value> = rows
                 .iter()
-                .map(|(tool, approval, w, wo, dep)| {
+                .map(|row| {
                     json!({
-                        "server": tool.server,
-                        "tool": tool.name,
-                        "approval": serde_json::to_value(approval).unwrap_or(Value::Null),
-                        "with_approver": decision_json(w),
-                        "without_approver": decision_json(wo),
-                        "depends_on": dep,
+                        "server": row.tool.server,
+                        "tool": row.tool.name,
+                        "approval": serde_json::to_value(row.approval).unwrap_or(Value::Null),
+                        "with_approver": decision_json(&row.bare[0]),
+                        "without_approver": decision_json(&row.bare[1]),
+                        "depends_on": row.outcomes.depends_on,
+                        "outcomes": row.outcomes.cases.iter().map(outcome_json).collect::<Vec<_>>(),
                     })
                 })
                 .collect();
@@ -212,54 +136,89 @@ pub fn run(args: TableArgs) -> u8 {
             );
         }
         Format::Human => {
-            let names: Vec<String> = rows
-                .iter()
-                .map(|(t, ..)| {
-                    crate::escape::escape(&format!("{}/{}", t.server, t.name)).into_owned()
-                })
-                .collect();
-            let w0 = names.iter().map(String::len).max().unwrap_or(4).max(4);
-            let cells: Vec<(String, String)> = rows
-                .iter()
-                .map(|(_, _, w, wo, _)| (decision_cell(w), decision_cell(wo)))
-                .collect();
-            let w1 = cells.iter().map(|c| c.0.len()).max().unwrap_or(0).max(13);
-            let w2 = cells.iter().map(|c| c.1.len()).max().unwrap_or(0).max(11);
-            let show_lock = lock.is_some();
-            let mut header = format!(
-                "{:<w0$}  {:<w1$}  {:<w2$}",
-                "TOOL", "WITH APPROVER", "NO APPROVER"
-            );
-            if show_lock {
-                header.push_str(&format!("  {:<8}", "LOCK"));
-            }
-            header.push_str("  DEPENDS ON");
-            println!("{}", header.trim_end());
-            for (i, (_, approval, _, _, dep)) in rows.iter().enumerate() {
-                let mut line = format!(
-                    "{:<w0$}  {:<w1$}  {:<w2$}",
-                    names[i], cells[i].0, cells[i].1
-                );
-                if show_lock {
-                    let a = serde_json::to_value(approval)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_string))
-                        .unwrap_or_default();
-                    line.push_str(&format!("  {a:<8}"));
-                }
-                line.push_str(&format!("  {}", dep.join(", ")));
-                println!("{}", line.trim_end());
-            }
+            print_human(&rows, lock.is_some());
+            let depend = rows.iter().filter(|r| !r.outcomes.settled()).count();
             println!(
-                "\npolicy `{}` ({}): {} tool(s); each decided for a call with no arguments, untainted, no principal.",
-                policy.name,
-                policy.source.name,
-                rows.len()
+                "\n{}",
+                table_summary(&policy.name, &policy.source.name, rows.len(), depend)
             );
-            if rows.iter().any(|r| !r.4.is_empty()) {
-                println!("DEPENDS ON: a rule reached before the decision reads these, so a real call may be decided differently.");
+            if depend > 0 {
+                println!("{DEPENDS_NOTE}");
             }
         }
     }
     exit::OK
+}
+
+/// One listed tool: what a bare call comes to, and what a real one can.
+struct Row<'a> {
+    tool: &'a Listed,
+    approval: ToolApproval,
+    /// The bare call's decisions, with and without an approver.
+    bare: [Decision; 2],
+    outcomes: Outcomes,
+}
+
+/// One line of the human table: its first column, the tool it names (not
+/// for an outcome line), and its two decision cells or, for a "depends
+/// on" line, the text that spans both.
+type Line<'a> = (String, Option<&'a Row<'a>>, Result<[String; 2], String>);
+
+/// The aligned table: a tool whose decision is settled on one line; one
+/// that depends on a line saying on what, then a line an outcome.
+fn print_human(rows: &[Row<'_>], show_lock: bool) {
+    let mut lines: Vec<Line<'_>> = Vec::new();
+    for row in rows {
+        let name = escape(&format!("{}/{}", row.tool.server, row.tool.name)).into_owned();
+        let cells = |o: &Outcome| {
+            [
+                decision_cell(&o.with_approver),
+                decision_cell(&o.without_approver),
+            ]
+        };
+        match row.outcomes.cases.as_slice() {
+            [only] => lines.push((name, Some(row), Ok(cells(only)))),
+            cases => {
+                lines.push((name, Some(row), Err(depends_cell(&row.outcomes.depends_on))));
+                for case in cases {
+                    lines.push((outcome_label(case.when.as_deref()), None, Ok(cells(case))));
+                }
+            }
+        }
+    }
+    let w0 = lines.iter().map(|l| l.0.len()).max().unwrap_or(0).max(4);
+    let cell_width = |i: usize, min: usize| {
+        lines
+            .iter()
+            .filter_map(|l| l.2.as_ref().ok().map(|c| c[i].len()))
+            .max()
+            .unwrap_or(0)
+            .max(min)
+    };
+    let (w1, w2) = (cell_width(0, 13), cell_width(1, 11));
+    let lock_cell = |row: Option<&Row<'_>>| {
+        row.and_then(|r| serde_json::to_value(r.approval).ok())
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default()
+    };
+    let mut header = format!("{:<w0$}", "TOOL");
+    if show_lock {
+        header.push_str(&format!("  {:<8}", "LOCK"));
+    }
+    header.push_str(&format!(
+        "  {:<w1$}  {:<w2$}",
+        "WITH APPROVER", "NO APPROVER"
+    ));
+    println!("{}", header.trim_end());
+    for (first, row, cells) in &lines {
+        let mut line = format!("{first:<w0$}");
+        if show_lock {
+            line.push_str(&format!("  {:<8}", lock_cell(*row)));
+        }
+        match cells {
+            Ok([with, without]) => line.push_str(&format!("  {with:<w1$}  {without:<w2$}")),
+            Err(depends) => line.push_str(&format!("  {depends}")),
+        }
+        println!("{}", line.trim_end());
+    }
 }

@@ -184,6 +184,39 @@ pub(crate) fn decision_cell(d: &Decision) -> String {
     format!("{:<5} {by}", d.decision.as_str())
 }
 
+/// The head of a `table` row whose decision a listing cannot settle:
+/// what it depends on (`args.path`, `taint`, `principal`, ...).
+#[cfg(feature = "cli")]
+pub(crate) fn depends_cell(inputs: &[String]) -> String {
+    format!("depends on {}", inputs.join(", "))
+}
+
+/// The label of one outcome under a `table` row that depends: `when` the
+/// rule whose condition is the first to hold, or `otherwise`.
+#[cfg(feature = "cli")]
+pub(crate) fn outcome_label(rule_id: Option<&str>) -> String {
+    match rule_id {
+        Some(id) => format!("  when {id}"),
+        None => "  otherwise".to_string(),
+    }
+}
+
+/// The summary under a `table`: the policy, how many tools, how many of
+/// them depend on what a call says.
+#[cfg(feature = "cli")]
+pub(crate) fn table_summary(
+    policy: &str,
+    file: &dyn Display,
+    tools: usize,
+    depend: usize,
+) -> String {
+    format!("policy `{policy}` ({file}): {tools} tool(s), {depend} depending on what the call says; a tool on one line is decided the same whatever its arguments, taint and principal.")
+}
+
+/// The note under a `table` that has a row that depends.
+#[cfg(feature = "cli")]
+pub(crate) const DEPENDS_NOTE: &str = "depends on: rules whose conditions read these decide a real call; under it, the decision `when` each is the first to hold, `otherwise` when none does.";
+
 /// The JSON object `mcppol eval` prints for a decision, and `table --format
 /// json` for each cell.
 #[cfg(feature = "cli")]

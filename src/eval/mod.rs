@@ -4,6 +4,8 @@
 mod condition;
 pub mod explain;
 #[cfg(feature = "cli")]
+pub(crate) mod outcomes;
+#[cfg(feature = "cli")]
 pub mod owned;
 pub(crate) mod sink;
 
@@ -66,6 +68,11 @@ enum Match {
 }
 
 fn condition_of<S: Sink>(rule: &Rule, facts: &Facts<'_>, sink: &mut S) -> Tri {
+    if S::ON {
+        if let Some(assumed) = sink.assumed(rule, facts) {
+            return assumed;
+        }
+    }
     match &rule.condition {
         None => Tri::True,
         Some(c) => eval_condition(c, facts, sink),

@@ -65,6 +65,13 @@ pub(crate) trait Sink {
     fn normalized(&mut self, policy: &Policy, request: &Request<'_>, name: &str) {}
     /// The `tools {}` block's verdict; `hits` holds the deciding patterns.
     fn visibility(&mut self, policy: &Policy, request: &Request<'_>, shown: Shown, hits: &Hits) {}
+    /// What-if: the result to take for `rule`'s condition instead of
+    /// evaluating it (`None`: evaluate it). `table` forces the conditions
+    /// a bare call cannot settle, to walk each outcome through this one
+    /// procedure.
+    fn assumed(&mut self, rule: &Rule, facts: &Facts<'_>) -> Option<Tri> {
+        None
+    }
     /// A rule of the deny, ask or allow list, in file order.
     fn rule(&mut self, rule: &Rule, seen: RuleSeen) {}
     /// The approved-fingerprint stage, for a tool. For a changed tool it

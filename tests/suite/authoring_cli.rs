@@ -3,7 +3,7 @@
 //! table, lock.
 
 use crate::common::mcppol;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 fn run(args: &[&str]) -> (i32, String, String) {
     let out = mcppol().args(args).output().unwrap();
@@ -201,16 +201,40 @@ fn table_shows_every_listed_tool_with_and_without_an_approver() {
         14,
         "{out}"
     );
-    assert!(out.contains("fs/write_file"), "{out}");
-    let write = out
-        .lines()
-        .find(|l| l.starts_with("fs/write_file "))
+    // Every tool is reached by `fs/*` denies on its path arguments: each
+    // shows what it depends on, then each outcome.
+    let lines: Vec<&str> = out.lines().collect();
+    let write = lines
+        .iter()
+        .position(|l| l.starts_with("fs/write_file "))
         .unwrap();
-    assert!(
-        write.contains("ask   changes") && write.contains("deny  changes"),
-        "{write}"
+    assert_eq!(
+        lines[write].split_whitespace().collect::<Vec<_>>(),
+        [
+            "fs/write_file",
+            "depends",
+            "on",
+            "args.destination,",
+            "args.path,",
+            "args.paths,",
+            "args.source"
+        ]
     );
-    assert!(write.trim_end().ends_with("args"), "{write}");
+    let words = |l: &str| l.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert_eq!(
+        words(lines[write + 1]),
+        "when outside deny outside deny outside"
+    );
+    assert_eq!(
+        words(lines[write + 2]),
+        "when dotfiles deny dotfiles deny dotfiles"
+    );
+    assert_eq!(
+        words(lines[write + 3]),
+        "otherwise ask changes deny changes"
+    );
+    assert!(lines[write + 4].starts_with("fs/"), "{out}");
+    assert!(!out.contains("deny  (default)  deny  (default)  "), "{out}");
 
     let (_, out, _) = run(&[
         "table",
@@ -228,9 +252,88 @@ fn table_shows_every_listed_tool_with_and_without_an_approver() {
         .iter()
         .find(|t| t["tool"] == "list_allowed_directories")
         .unwrap();
+    // The bare call's decisions, as before.
     assert_eq!(list["with_approver"]["decision"], "allow");
     assert_eq!(list["without_approver"]["rule_id"], "allow:2");
-    assert_eq!(list["depends_on"], serde_json::json!(["args"]));
+    assert_eq!(
+        list["depends_on"],
+        serde_json::json!(["args.destination", "args.path", "args.paths", "args.source"])
+    );
+    let outcomes = list["outcomes"].as_array().unwrap();
+    let when: Vec<&Value> = outcomes.iter().map(|o| &o["when"]).collect();
+    assert_eq!(when, [&json!("outside"), &json!("dotfiles"), &Value::Null]);
+    assert_eq!(outcomes[0]["with_approver"]["reason"], "deny_rule");
+    assert_eq!(outcomes[2]["without_approver"]["rule_id"], "allow:2");
+}
+
+/// A tool that no condition the listing cannot settle reaches is one line;
+/// one that taint, the principal or an argument can change shows each
+/// outcome, an ask without an approver included, and `--lock` puts the
+/// tool's approval after its name.
+#[test]
+fn table_shows_what_a_decision_depends_on_and_each_outcome() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("p.mcppol");
+    std::fs::write(
+        &policy,
+        r#"policy p {
+  default ask
+  trusted "gh"
+  deny "gh/*" when annotation.destructive and principal != "admin"
+  deny force: "gh/push" when args.force == true
+  ask reviewed: "gh/create_issue" when tainted
+  allow "gh/get_user", "gh/create_issue"
+}
+"#,
+    )
+    .unwrap();
+    let listing = dir.path().join("gh.json");
+    let read_only = json!({"readOnlyHint": true, "destructiveHint": false});
+    std::fs::write(
+        &listing,
+        json!({"gh": [
+            {"name": "get_user", "annotations": read_only},
+            {"name": "create_issue", "annotations": {"destructiveHint": false}},
+            {"name": "push"},
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let (code, lock, err) = run(&["lock", "--tools", listing.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let lock_path = dir.path().join("mcppol.lock");
+    std::fs::write(&lock_path, lock).unwrap();
+    let (code, out, err) = run(&[
+        "table",
+        "--policy",
+        policy.to_str().unwrap(),
+        "--tools",
+        listing.to_str().unwrap(),
+        "--lock",
+        lock_path.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let want = "\
+TOOL             LOCK      WITH APPROVER    NO APPROVER
+gh/get_user      approved  allow allow:0    allow allow:0
+gh/create_issue  approved  depends on taint
+  when reviewed            ask   reviewed   deny  reviewed
+  otherwise                allow allow:0    allow allow:0
+gh/push          approved  depends on args.force, principal
+  when deny:0              deny  deny:0     deny  deny:0
+  when force               deny  force      deny  force
+  otherwise                ask   (default)  deny  (default)
+
+policy `p` (";
+    assert!(out.starts_with(want), "{out}");
+    assert!(
+        out.contains("3 tool(s), 2 depending on what the call says"),
+        "{out}"
+    );
+    assert!(
+        out.trim_end().ends_with("`otherwise` when none does."),
+        "{out}"
+    );
 }
 
 #[test]
@@ -450,4 +553,27 @@ fn fmt_filters_standard_input() {
         String::from_utf8(out.stdout).unwrap(),
         "policy p {\n  allow \"a/b\"\n}\n"
     );
+}
+
+/// The tables of the bundled policies against their servers' listings, as
+/// reviewed: what each tool comes to, and on what it depends.
+#[test]
+fn the_bundled_policies_tables_are_as_reviewed() {
+    for (policy, tools) in [
+        ("filesystem", format!("fs={FS_TOOLS}")),
+        (
+            "github",
+            "github=docs/examples/github.tools.json".to_string(),
+        ),
+    ] {
+        let (code, out, err) = run(&[
+            "table",
+            "--policy",
+            &format!("policies/{policy}.mcppol"),
+            "--tools",
+            &tools,
+        ]);
+        assert_eq!(code, 0, "{err}");
+        insta::assert_snapshot!(format!("table_{policy}"), out);
+    }
 }

@@ -18,6 +18,9 @@ use crate::syntax::TargetKind;
 
 pub use trace::*;
 
+#[cfg(feature = "cli")]
+pub(crate) use record::selector;
+
 use record::Recorder;
 
 /// Explains one request against one policy.

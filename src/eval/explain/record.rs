@@ -595,7 +595,7 @@ fn is_ident(s: &str) -> bool {
 }
 
 /// `args.a.b[0]`, `args["odd key"]`.
-fn selector(root: &str, steps: &[SelStep]) -> String {
+pub(crate) fn selector(root: &str, steps: &[SelStep]) -> String {
     let mut s = root.to_string();
     for step in steps {
         match step {
