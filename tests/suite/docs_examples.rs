@@ -235,3 +235,24 @@ fn the_wildcard_line_stands_for_any_number_of_lines() {
     assert!(!matches(&v(&["a", "...", "d"]), &v(&["a", "b"])));
     assert!(!matches(&v(&["a", "b"]), &v(&["a", "b", "c"])));
 }
+
+/// The README names only what a host can use, and what it can depend on:
+/// the store's module is private (its types are at the crate root), and
+/// the crate is not on a registry, so no `version = ` line for it.
+#[test]
+fn the_readme_names_only_public_paths_and_no_registry_version() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    assert!(readme.contains("not on\ncrates.io yet") || readme.contains("not on crates.io yet"));
+    for line in readme.lines() {
+        assert!(
+            !line.contains("`mcppol::store`"),
+            "README names the private module: {line}"
+        );
+        let dependency = line.trim_start().starts_with("mcppol = ");
+        assert!(
+            !(dependency && line.contains("version")),
+            "README shows a registry version while the crate is not published: {line}"
+        );
+    }
+}
