@@ -388,6 +388,41 @@ fn fmt_check_names_files_that_would_change_and_fmt_fixes_them() {
 }
 
 #[test]
+fn fmt_check_diff_prints_a_unified_diff_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.mcppol");
+    let text = "policy p {\n  deny   \"a/b\"\n  allow \"c/d\"\n  ask \"e/f\"\n  ask \"g/h\"\n  ask \"i/j\"\n  deny \"k/l\" ;\n}\n";
+    std::fs::write(&path, text).unwrap();
+    let name = path.to_str().unwrap();
+    let (code, out, err) = run(&["fmt", "--check", "--diff", name]);
+    assert_eq!(code, 1, "{err}");
+    // One hunk: the two changes are within twice the context (3 lines) of
+    // each other, as `diff -u` joins them.
+    assert_eq!(
+        out,
+        format!(
+            "--- {name}\n+++ {name}\n@@ -1,8 +1,8 @@\n policy p {{\n-  deny   \"a/b\"\n+  deny \"a/b\"\n   allow \"c/d\"\n   ask \"e/f\"\n   ask \"g/h\"\n   ask \"i/j\"\n-  deny \"k/l\" ;\n+  deny \"k/l\"\n }}\n"
+        )
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    let (code, out, _) = run(&["fmt", "--check", "--diff", "--format", "json", name]);
+    assert_eq!(code, 1);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert!(
+        v["diffs"][0]
+            .as_str()
+            .unwrap()
+            .contains("-  deny \"k/l\" ;\n"),
+        "{v}"
+    );
+    // Formatted files give no diff; `--diff` alone is a usage error.
+    let (code, out, _) = run(&["fmt", "--check", "--diff", "policies/"]);
+    assert_eq!((code, out.as_str()), (0, ""));
+    let (code, _, _) = run(&["fmt", "--diff", name]);
+    assert_eq!(code, 2);
+}
+
+#[test]
 fn fmt_leaves_a_file_with_syntax_errors_alone() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bad.mcppol");
