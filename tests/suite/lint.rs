@@ -22,6 +22,7 @@ const TOOL_AWARE: &[&str] = &[
     "argument_type",
     "path_not_string",
     "missed_path_argument",
+    "unmatched_tools_entry",
 ];
 
 fn fs_listing() -> Listing {
