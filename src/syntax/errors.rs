@@ -204,9 +204,9 @@ fn is_closed_string(token: &str) -> bool {
 /// (a `/` inside what was meant as the next string, or the line's end).
 ///
 /// Two shapes: the string at the error runs to the end of its line; or, on
-/// the error's line, a string is glued to the word after it (`"a/b, "c/d"`:
-/// the quote meant to open `"c/d"` closed the first string instead) and the
-/// line ends inside a string.
+/// the error's line, a string is glued to the word or `/` after it
+/// (`"a/b, "c/d"`: the quote meant to open `"c/d"` closed the first string
+/// instead) and the line ends inside a string.
 fn unclosed_string(source: &Arc<SourceFile>, at: usize) -> Option<Diagnostic> {
     let text = &source.text;
     let line_start = text.get(..at)?.rfind('\n').map_or(0, |i| i + 1);
@@ -234,9 +234,16 @@ fn unclosed_string(source: &Arc<SourceFile>, at: usize) -> Option<Diagnostic> {
     if !tokens.last().is_some_and(open) {
         return None;
     }
+    // What may follow a string with no blank between: a separator or a
+    // closing bracket. A word or a `/` glued to its closing quote was meant
+    // to be inside the next string.
+    let may_follow = |t: &Token| {
+        t.kind == Kind::Punct && matches!(piece(t), "," | "]" | ")" | "}" | ":" | "~" | ";")
+    };
     let glued = tokens.windows(2).find(|pair| {
         pair[0].kind == Kind::Str
-            && pair[1].kind == Kind::Word
+            && matches!(pair[1].kind, Kind::Word | Kind::Punct)
+            && !may_follow(&pair[1])
             && pair[0].span.end == pair[1].span.start
             && pair[0].span.start < at
     })?;
@@ -246,7 +253,7 @@ fn unclosed_string(source: &Arc<SourceFile>, at: usize) -> Option<Diagnostic> {
             "a string is not closed: `{}` ends at the quote meant to open the next one",
             piece(&glued[0])
         ),
-        r#"end each string with its own `"`: "server/a", "server/b""#,
+        r#"close each string with its own `"`, as in "server/a", "server/b" or inside "/srv""#,
     ))
 }
 
