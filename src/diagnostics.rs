@@ -271,11 +271,17 @@ impl miette::Diagnostic for Diagnostic {
             .map(|h| Box::new(h) as Box<dyn fmt::Display + 'a>)
     }
 
+    // A file that could not be read (a folder, a FIFO) has no text: drawing
+    // its snippet would only draw an empty box under the message, which
+    // already names the file.
     fn source_code(&self) -> Option<&dyn SourceCode> {
-        Some(&*self.source)
+        (!self.source.text.is_empty()).then_some(&*self.source as &dyn SourceCode)
     }
 
     fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
+        if self.source.text.is_empty() {
+            return None;
+        }
         let label = if self.label.is_empty() {
             None
         } else {

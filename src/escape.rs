@@ -52,10 +52,14 @@ pub fn escape(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+#[cfg(all(feature = "cli", feature = "pipeline"))]
+mod arguments;
 #[cfg(feature = "cli")]
 mod shown;
+#[cfg(all(feature = "cli", feature = "pipeline"))]
+pub use arguments::show_arguments;
 #[cfg(feature = "cli")]
-pub use shown::{json_text, show_arguments};
+pub use shown::json_text;
 
 #[cfg(test)]
 mod tests {

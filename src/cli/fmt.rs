@@ -1,5 +1,6 @@
-//! `mcppol fmt [--check] PATH...`: rewrite policy files in the canonical
-//! layout, or with `--check` name the files that would change.
+//! `mcppol fmt [--check [--diff]] PATH...`: rewrite policy files in the
+//! canonical layout, or with `--check` name the files that would change
+//! (with `--diff`, show how, as a unified diff).
 
 use std::path::PathBuf;
 
@@ -20,13 +21,33 @@ pub struct FmtArgs {
     /// Change nothing: list the files that are not formatted (exit 1 if any).
     #[arg(long)]
     check: bool,
+    /// With `--check`: print a unified diff of what fmt would change,
+    /// instead of the files' names.
+    #[arg(long, requires = "check")]
+    diff: bool,
     /// `human` (one file a line) or `json` (one object).
     #[arg(long, value_enum, default_value = "human")]
     format: Format,
 }
 
+/// How long the diff may look for the smallest edit before it settles for
+/// a correct but larger one (a whole file rewritten, in the worst case).
+const DIFF_DEADLINE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The unified diff (3 lines of context) that turns `text` into `formatted`,
+/// both sides named `name`, so that `patch -p0` applies it in place.
+fn unified_diff(name: &str, text: &str, formatted: &str) -> String {
+    similar::TextDiff::configure()
+        .timeout(DIFF_DEADLINE)
+        .diff_lines(text, formatted)
+        .unified_diff()
+        .context_radius(3)
+        .header(name, name)
+        .to_string()
+}
+
 /// `mcppol fmt -`: standard input to standard output, for editors.
-fn stdin_to_stdout(check: bool) -> u8 {
+fn stdin_to_stdout(check: bool, diff: bool) -> u8 {
     let text = match crate::io::read_stdin(crate::syntax::MAX_FILE_BYTES as u64) {
         Ok(text) => text,
         Err(e) => return usage_error(&e, None),
@@ -37,7 +58,11 @@ fn stdin_to_stdout(check: bool) -> u8 {
                 if out == text {
                     exit::OK
                 } else {
-                    println!("would reformat <stdin>");
+                    if diff {
+                        print!("{}", unified_diff("<stdin>", &text, &out));
+                    } else {
+                        println!("would reformat <stdin>");
+                    }
                     exit::FAILED
                 }
             } else {
@@ -58,13 +83,14 @@ fn stdin_to_stdout(check: bool) -> u8 {
 
 pub fn run(args: FmtArgs) -> u8 {
     if args.paths.len() == 1 && args.paths[0].as_os_str() == "-" {
-        return stdin_to_stdout(args.check);
+        return stdin_to_stdout(args.check, args.diff);
     }
     let files = match collect_files(&args.paths) {
         Ok(f) => f,
         Err(e) => return usage_error(&e, None),
     };
     let mut changed = Vec::new();
+    let mut diffs = Vec::new();
     let mut failed = Vec::new();
     for path in &files {
         let name = path.display().to_string();
@@ -93,6 +119,9 @@ pub fn run(args: FmtArgs) -> u8 {
         if out == text {
             continue;
         }
+        if args.diff {
+            diffs.push(unified_diff(&name, &text, &out));
+        }
         if !args.check {
             if let Err(e) = std::fs::write(path, &out) {
                 eprintln!("error: cannot write `{name}`: {e}");
@@ -103,6 +132,11 @@ pub fn run(args: FmtArgs) -> u8 {
         changed.push(name);
     }
     match args.format {
+        Format::Human if args.diff => {
+            for diff in &diffs {
+                print!("{diff}");
+            }
+        }
         Format::Human => {
             for name in &changed {
                 if args.check {
@@ -112,15 +146,19 @@ pub fn run(args: FmtArgs) -> u8 {
                 }
             }
         }
-        Format::Json => println!(
-            "{}",
-            json!({
+        Format::Json => {
+            let mut out = json!({
                 "check": args.check,
                 "files": files.len(),
                 "changed": changed,
                 "failed": failed,
-            })
-        ),
+            });
+            if args.diff {
+                // One diff a changed file, in the order of `changed`.
+                out["diffs"] = json!(diffs);
+            }
+            println!("{out}");
+        }
     }
     if !failed.is_empty() || (args.check && !changed.is_empty()) {
         exit::FAILED

@@ -152,6 +152,26 @@ pub(crate) fn color() -> bool {
     std::env::var_os("NO_COLOR").is_none() && std::io::stderr().is_terminal()
 }
 
+/// The help under a `--name` the file lacks: the likely name, when one of
+/// the file's is close to it.
+pub(crate) fn name_help(asked: &str, known: &[&str]) -> Option<String> {
+    crate::diagnostics::did_you_mean(asked, known.iter().copied())
+        .map(|k| format!("did you mean `--name {k}`?"))
+}
+
+/// A [`crate::PickError`] as a usage error, with a "did you mean" when the
+/// name asked for is close to one the file has.
+pub(crate) fn pick_error(e: &crate::PickError) -> u8 {
+    let help = match e {
+        crate::PickError::NotFound { name, known } => {
+            let known: Vec<&str> = known.iter().map(String::as_str).collect();
+            name_help(name, &known)
+        }
+        _ => None,
+    };
+    usage_error(&e.to_string(), help.as_deref())
+}
+
 /// Prints a usage error (plain text, as clap does) and gives its status.
 pub(crate) fn usage_error(message: &str, help: Option<&str>) -> u8 {
     eprintln!("error: {message}");

@@ -129,7 +129,10 @@ pub fn run(args: ProxyArgs) -> u8 {
         (Some(n), _) => {
             return usage_error(
                 &format!("`{}` holds no policy `{n}`", args.policy.display()),
-                Some(&format!("it holds: {}", names.join(", "))),
+                Some(
+                    &super::name_help(n, &names.iter().map(String::as_str).collect::<Vec<_>>())
+                        .unwrap_or_else(|| format!("it holds: {}", names.join(", "))),
+                ),
             )
         }
         (None, [only]) => only.clone(),

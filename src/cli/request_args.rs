@@ -171,7 +171,7 @@ impl RequestArgs {
         };
         let policy = match set.pick(self.name.as_deref()) {
             Ok(p) => Arc::clone(p),
-            Err(e) => return Err(usage_error(&e.to_string(), None)),
+            Err(e) => return Err(super::pick_error(&e)),
         };
         Ok((set, policy))
     }

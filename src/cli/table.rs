@@ -72,7 +72,7 @@ pub fn run(args: TableArgs) -> u8 {
     };
     let policy = match set.pick(args.name.as_deref()) {
         Ok(p) => p,
-        Err(e) => return usage_error(&e.to_string(), None),
+        Err(e) => return super::pick_error(&e),
     };
     let mut rows = Vec::new();
     for tool in &listed {

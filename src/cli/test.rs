@@ -19,6 +19,10 @@ pub struct TestArgs {
     /// test file does not justify with `uncovered ID REASON`).
     #[arg(long)]
     coverage: bool,
+    /// Run only the cases whose name this regex matches (anywhere in the
+    /// name, as `cargo test` filters); the others are counted as not run.
+    #[arg(long = "run", value_name = "REGEX")]
+    run: Option<String>,
     /// `human` (failures and a summary on stdout) or `json` (one object).
     #[arg(long, value_enum, default_value = "human")]
     format: Format,
@@ -33,6 +37,10 @@ fn collect(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
 }
 
 fn print_human(report: &FileReport, coverage: bool) {
+    if report.cases.is_empty() && report.not_run > 0 {
+        // `--run` chose none of this file's cases: nothing to say of it.
+        return;
+    }
     let file = report.file.display();
     for case in report.cases.iter().filter(|c| !c.passed) {
         println!("{file}:{}: FAIL {}", case.line, case.title);
@@ -84,20 +92,54 @@ fn print_human(report: &FileReport, coverage: bool) {
     }
 }
 
+/// `--run`'s regex, or the usage error it is.
+fn case_filter(args: &TestArgs) -> Result<Option<regex::Regex>, u8> {
+    let Some(pattern) = &args.run else {
+        return Ok(None);
+    };
+    if args.coverage {
+        // Coverage counts the rules every case decides: over a few cases
+        // it would call most rules uncovered.
+        return Err(usage_error(
+            "`--coverage` and `--run` cannot be combined: coverage needs every case run",
+            Some("drop `--run` to measure coverage"),
+        ));
+    }
+    regex::Regex::new(pattern).map(Some).map_err(|e| {
+        usage_error(
+            &format!("`--run {pattern}` is not a valid regex: {e}"),
+            Some("`--run` takes a Rust `regex` pattern matched anywhere in a case's name"),
+        )
+    })
+}
+
 pub fn run(args: TestArgs) -> u8 {
+    let only = match case_filter(&args) {
+        Ok(only) => only,
+        Err(status) => return status,
+    };
     let files = match collect(&args.paths) {
         Ok(f) => f,
         Err(e) => return usage_error(&e, None),
     };
     let mut reports = Vec::new();
     for file in &files {
-        match run_file(file) {
+        match run_file(file, only.as_ref()) {
             Ok(r) => reports.push(r),
             Err(e) => return usage_error(&e, Some("see docs/testing.md for the test file format")),
         }
     }
     let failed: usize = reports.iter().map(FileReport::failed).sum();
     let cases: usize = reports.iter().map(|r| r.cases.len()).sum();
+    let not_run: usize = reports.iter().map(|r| r.not_run).sum();
+    if let (Some(pattern), 0) = (&args.run, cases) {
+        // A filter that matches nothing would end in `0 passed, 0 failed`:
+        // a green run of nothing, most likely a misspelt name.
+        return usage_error(
+            &format!("no case name matches `--run {pattern}` ({not_run} case(s) in all)"),
+            Some("`--run` is matched anywhere in a case's name, the text after `case`"),
+        );
+    }
     let uncovered: usize = reports
         .iter()
         .map(|r| {
@@ -126,16 +168,21 @@ pub fn run(args: TestArgs) -> u8 {
                     println!("coverage: {uncovered} rule(s) uncovered");
                 }
             }
+            if args.run.is_some() {
+                println!("{not_run} case(s) not run: their names do not match `--run`");
+            }
             println!("{} policy test file(s), {cases} case(s)", reports.len());
             // The plain closing line that CI readers know.
             println!("{} passed, {} failed", cases - failed, failed + counted);
         }
         Format::Json => {
             let files: Vec<Value> = reports.iter().map(FileReport::to_json).collect();
-            println!(
-                "{}",
-                json!({"files": files, "cases": cases, "failed": failed, "uncovered": uncovered})
-            );
+            let mut out =
+                json!({"files": files, "cases": cases, "failed": failed, "uncovered": uncovered});
+            if args.run.is_some() {
+                out["not_run"] = json!(not_run);
+            }
+            println!("{out}");
         }
     }
     if failed > 0 || (args.coverage && uncovered > 0) {

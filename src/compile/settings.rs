@@ -81,7 +81,11 @@ impl<'f> Compiler<'_, 'f> {
     fn unknown_setting(&mut self, ast: &SettingAst) {
         let name = ast.name.node.as_str();
         let known = Setting::names().chain(item_keywords());
-        let diagnostic = match did_you_mean(name, known) {
+        // A word another policy language uses (`permit`) is no misspelling,
+        // but means one keyword just as surely.
+        let meant = did_you_mean(name, known)
+            .or_else(|| crate::syntax::keywords::effect_synonym(name).map(|e| e.as_str()));
+        let diagnostic = match meant {
             Some(k) if item_keywords().any(|w| w == k) => Diagnostic::error(
                 self.source,
                 codes::COMPILE_UNKNOWN_KEYWORD,

@@ -87,7 +87,7 @@ impl<'f> Compiler<'_, 'f> {
                         format!("invalid regex: {last}"),
                     )
                     .with_label("here")
-                    .with_help("regexes use Rust `regex` syntax; write `\\/` for a slash"),
+                    .with_help(invalid_regex_help(&self.source.text, span)),
                 );
                 None
             }
@@ -191,5 +191,34 @@ impl Segment {
             folded: Glob::Any,
             unchanged: true,
         }
+    }
+}
+
+/// The help under an invalid regex. Only a regex glued to more text
+/// (`/a(b/c)/`) was likely cut short by a slash meant inside it: the slash
+/// advice goes there alone.
+fn invalid_regex_help(text: &str, span: Span) -> &'static str {
+    let cut_at_slash = text
+        .get(span.end..)
+        .and_then(|rest| rest.chars().next())
+        .is_some_and(|c| !c.is_whitespace() && !matches!(c, ',' | ')' | ']' | '}' | ';' | '#'));
+    if cut_at_slash {
+        "a `/` ends a regex: write `\\/` for a slash inside it (regexes use Rust `regex` syntax)"
+    } else {
+        "regexes use Rust `regex` syntax (https://docs.rs/regex/latest/regex/#syntax)"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_slash_advice_is_given_only_to_a_regex_cut_short() {
+        let text = "deny \"a\" ~ /a(b/c)/, \"b\" ~ /x(/ ";
+        let cut = Span::new(11, 16);
+        let whole = Span::new(27, 31);
+        assert!(invalid_regex_help(text, cut).contains("\\/"));
+        assert!(!invalid_regex_help(text, whole).contains("\\/"));
     }
 }

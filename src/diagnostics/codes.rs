@@ -44,7 +44,7 @@ codes! {
     }
 
     PARSE_SYNTAX = "mcppol::parse::syntax" {
-        "the text does not follow the grammar at this place",
+        "the text does not follow the grammar at this place; a string left open is named as such, at the quote that opened it",
         fix: "write what the message expects; docs/language.md has the grammar"
     }
     PARSE_UNCLOSED = "mcppol::parse::unclosed" {
@@ -105,7 +105,7 @@ codes! {
         fix: "use a setting of docs/language.md (the message suggests the nearest)"
     }
     COMPILE_UNKNOWN_KEYWORD = "mcppol::compile::unknown_keyword" {
-        "a word where an item begins is a misspelt rule keyword (`alow`)",
+        "a word where an item begins is a misspelt rule keyword (`alow`), or another policy language's word for one (`permit`, `forbid`)",
         fix: "write `deny`, `ask`, `allow` or `tools`"
     }
     COMPILE_BAD_SETTING_VALUE = "mcppol::compile::bad_setting_value" {

@@ -30,6 +30,7 @@ pub mod silence;
 mod tainted;
 mod trust_all;
 mod unknown_tool;
+mod unmatched_tools_entry;
 mod untrusted_annotation;
 
 use std::collections::HashMap;
@@ -86,6 +87,7 @@ lints! {
     ARGUMENT_TYPE = "argument_type": "a test the argument's declared type contradicts";
     PATH_NOT_STRING = "path_not_string": "a path test on an argument that is not a string";
     MISSED_PATH_ARGUMENT = "missed_path_argument": "a deny or ask rule that tests a path argument its tools take under other names";
+    UNMATCHED_TOOLS_ENTRY = "unmatched_tools_entry": "a `tools {}` pattern that no tool of its listed server meets: an exclude that hides nothing, an include that shows nothing";
     UNKNOWN_LINT = "unknown_lint": "`# mcppol: allow(...)` names a lint that does not exist";
     BAD_DIRECTIVE = "bad_directive": "a `# mcppol:` comment that cannot be read";
     UNUSED_ALLOW = "unused_allow": "`# mcppol: allow(...)` names a lint that nothing there raises";
@@ -144,6 +146,7 @@ pub fn lint(
             unknown_tool::check(&mut cx);
             schema::check(&mut cx);
             missed_path::check(&mut cx);
+            unmatched_tools_entry::check(&mut cx);
         }
         for (lint, diagnostic) in cx.out {
             if !directives.silences(lint, ast, diagnostic.span) {

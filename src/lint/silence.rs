@@ -154,11 +154,12 @@ impl Directives {
 }
 
 /// The lints that need `--tools`.
-pub(crate) const TOOL_AWARE: [&str; 4] = [
+pub(crate) const TOOL_AWARE: [&str; 5] = [
     "unknown_tool",
     "unknown_argument",
     "argument_type",
     "path_not_string",
+    "unmatched_tools_entry",
 ];
 
 /// Where the directive in `comment` applies.

@@ -6,7 +6,8 @@ pub mod condition;
 pub mod glob;
 pub mod index;
 pub mod names;
-#[cfg(any(feature = "cli", test))]
+// Read only by `mcppol proxy`'s start-up warning.
+#[cfg(any(all(feature = "cli", feature = "pipeline"), test))]
 mod servers;
 pub mod settings;
 

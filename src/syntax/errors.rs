@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use pest::error::{Error, ErrorVariant, InputLocation};
 
+use super::lex::{Kind, Lexer, Token};
 use super::scan::token_at;
 use super::{Rule, Span};
 use crate::diagnostics::{Diagnostic, SourceFile};
@@ -137,6 +138,9 @@ pub(super) fn syntax_error(
             .with_label("the parser stopped here")
             .with_help("simplify this entry");
     }
+    if let Some(unclosed) = unclosed_string(source, at) {
+        return unclosed;
+    }
     prune(&mut expected);
     let expected: Vec<String> = expected.into_iter().collect();
     let expected_text = match expected.as_slice() {
@@ -160,6 +164,11 @@ pub(super) fn syntax_error(
         }
     }
     let (message, span) = match found {
+        // `policy p { allow }`: the rule broke off before its target.
+        Some("}") if expected.iter().any(|e| e.starts_with("a target")) => (
+            "a rule with no target: give it one before the `}`".to_string(),
+            Span::new(at, at + 1),
+        ),
         Some(tok) => (
             format!("unexpected `{tok}`: expected {expected_text}"),
             Span::new(at, at + tok.len()),
@@ -172,6 +181,80 @@ pub(super) fn syntax_error(
     Diagnostic::error(source, SYNTAX, span, message)
         .with_label(format!("expected {expected_text}"))
         .with_help(help_for(&expected))
+}
+
+/// Whether a string token as the lexer cut it ends with its own closing
+/// quote (the lexer ends an unclosed one at the end of its line).
+fn is_closed_string(token: &str) -> bool {
+    let mut chars = token.chars().skip(1);
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
+            }
+            '"' => return chars.next().is_none(),
+            _ => {}
+        }
+    }
+    false
+}
+
+/// A string left open, when it is what broke the entry: told as such, at
+/// the quote that opened it, rather than as whatever the parser met next
+/// (a `/` inside what was meant as the next string, or the line's end).
+///
+/// Two shapes: the string at the error runs to the end of its line; or, on
+/// the error's line, a string is glued to the word or `/` after it
+/// (`"a/b, "c/d"`: the quote meant to open `"c/d"` closed the first string
+/// instead) and the line ends inside a string.
+fn unclosed_string(source: &Arc<SourceFile>, at: usize) -> Option<Diagnostic> {
+    let text = &source.text;
+    let line_start = text.get(..at)?.rfind('\n').map_or(0, |i| i + 1);
+    let line_end = text.get(at..)?.find('\n').map_or(text.len(), |i| at + i);
+    let tokens: Vec<Token> = Lexer::at(text, line_start)
+        .take_while(|t| t.span.start < line_end)
+        .collect();
+    let piece = |t: &Token| text.get(t.span.start..t.span.end).unwrap_or("");
+    let open = |t: &Token| t.kind == Kind::Str && !is_closed_string(piece(t));
+    let opened_here = |start: usize, message: String, help: &str| {
+        Diagnostic::error(source, SYNTAX, Span::new(start, start + 1), message)
+            .with_label("opened here")
+            .with_help(help.to_string())
+    };
+    if let Some(runaway) = tokens.iter().find(|t| open(t) && t.span.start <= at) {
+        return Some(opened_here(
+            runaway.span.start,
+            format!(
+                "a string is not closed: `{}` runs to the end of the line",
+                piece(runaway).trim_end()
+            ),
+            r#"end it with `"` on the same line (a string cannot hold a line break: write \n)"#,
+        ));
+    }
+    if !tokens.last().is_some_and(open) {
+        return None;
+    }
+    // What may follow a string with no blank between: a separator or a
+    // closing bracket. A word or a `/` glued to its closing quote was meant
+    // to be inside the next string.
+    let may_follow = |t: &Token| {
+        t.kind == Kind::Punct && matches!(piece(t), "," | "]" | ")" | "}" | ":" | "~" | ";")
+    };
+    let glued = tokens.windows(2).find(|pair| {
+        pair[0].kind == Kind::Str
+            && matches!(pair[1].kind, Kind::Word | Kind::Punct)
+            && !may_follow(&pair[1])
+            && pair[0].span.end == pair[1].span.start
+            && pair[0].span.start < at
+    })?;
+    Some(opened_here(
+        glued[0].span.start,
+        format!(
+            "a string is not closed: `{}` ends at the quote meant to open the next one",
+            piece(&glued[0])
+        ),
+        r#"close each string with its own `"`, as in "server/a", "server/b" or inside "/srv""#,
+    ))
 }
 
 /// Fixed advice for the commonest ways an entry breaks off.

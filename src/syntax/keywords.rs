@@ -248,6 +248,33 @@ pub fn begins_item(word: &str) -> bool {
         || Setting::from_name(word).is_some()
 }
 
+/// Words other policy languages use for an effect (Cedar's `permit` and
+/// `forbid`, a firewall's `block`, ...), with the effect each one means
+/// here: a misspelling is found by edit distance, but these are not close
+/// to their keyword in letters, only in meaning.
+const EFFECT_SYNONYMS: &[(&str, Effect)] = &[
+    ("permit", Effect::Allow),
+    ("grant", Effect::Allow),
+    ("accept", Effect::Allow),
+    ("forbid", Effect::Deny),
+    ("block", Effect::Deny),
+    ("reject", Effect::Deny),
+    ("refuse", Effect::Deny),
+    ("disallow", Effect::Deny),
+    ("confirm", Effect::Ask),
+    ("prompt_user", Effect::Ask),
+];
+
+/// The effect another policy language's word for it (`permit`) stands
+/// for, if `word` is one.
+pub fn effect_synonym(word: &str) -> Option<Effect> {
+    let lower = word.to_ascii_lowercase();
+    EFFECT_SYNONYMS
+        .iter()
+        .find(|(synonym, _)| *synonym == lower)
+        .map(|(_, effect)| *effect)
+}
+
 /// Every word of the language (operators aside), for the editor grammar's
 /// test and the grammar agreement test.
 #[cfg(test)]

@@ -248,7 +248,11 @@ impl Driver<'_> {
         } else {
             word_at(self.text, error_at)
         };
-        if error_at > start && at_line_start(self.text, error_at) && words(word) {
+        // An entry cut short by the `}` that closes its block (`policy p {
+        // allow }`) ends there: skipping to the next line would take the
+        // `}` along and report the block as never closed as well.
+        let closes_block = word == "}" && words(word);
+        if error_at > start && (closes_block || at_line_start(self.text, error_at) && words(word)) {
             error_at
         } else {
             next_line_start(self.text, error_at.max(start), words)

@@ -48,6 +48,8 @@ pub struct FileReport {
     pub file: PathBuf,
     pub policy_file: PathBuf,
     pub cases: Vec<CaseResult>,
+    /// The cases `mcppol test --run` left out (their names did not match).
+    pub not_run: usize,
     pub coverage: Coverage,
 }
 
@@ -140,9 +142,11 @@ fn policy_path(test: &Path, named: Option<&str>) -> PathBuf {
     }
 }
 
-/// Runs one test file. `Err` when the file or its policy cannot be read
-/// (a usage error rather than a failed case).
-pub fn run_file(path: &Path) -> Result<FileReport, String> {
+/// Runs one test file: every case, or with `only` the cases whose name it
+/// matches (the others are counted in [`FileReport::not_run`]). `Err` when
+/// the file or its policy cannot be read (a usage error rather than a
+/// failed case).
+pub fn run_file(path: &Path, only: Option<&regex::Regex>) -> Result<FileReport, String> {
     let text = crate::io::read_text(path, crate::io::MAX_TEST_FILE_BYTES, "policy test file")?;
     let base = path.parent().unwrap_or(Path::new("."));
     let file = parse_test_file(&text, base)
@@ -170,7 +174,9 @@ pub fn run_file(path: &Path) -> Result<FileReport, String> {
     let mut decided: BTreeSet<(String, String)> = BTreeSet::new();
     let mut tested_policies: BTreeSet<String> = BTreeSet::new();
     let mut results = Vec::new();
-    for case in &file.cases {
+    let chosen = |case: &&Case| only.is_none_or(|only| only.is_match(&case.title));
+    let not_run = file.cases.len() - file.cases.iter().filter(chosen).count();
+    for case in file.cases.iter().filter(chosen) {
         let expected = case.expect.clone().unwrap_or_default();
         let actual = decide_case(case, &mut load);
         if let Ok((policy, d)) = &actual {
@@ -189,17 +195,24 @@ pub fn run_file(path: &Path) -> Result<FileReport, String> {
             passed,
         });
     }
-    let coverage = coverage(
-        &base_set,
-        &tested_policies,
-        &decided,
-        &file.uncovered,
-        &origin,
-    );
+    // Coverage over some of the cases would call rules uncovered that the
+    // others decide: measured only when every case ran.
+    let coverage = if only.is_some() {
+        Coverage::default()
+    } else {
+        coverage(
+            &base_set,
+            &tested_policies,
+            &decided,
+            &file.uncovered,
+            &origin,
+        )
+    };
     Ok(FileReport {
         file: path.to_path_buf(),
         policy_file,
         cases: results,
+        not_run,
         coverage,
     })
 }

@@ -169,6 +169,61 @@ fn test_reports_expected_actual_line_and_uncovered_rules() {
 }
 
 #[test]
+fn test_run_runs_only_the_cases_whose_name_matches() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("p.mcppol"),
+        "policy p {\n  deny \"a/x\"\n  allow \"a/y\"\n}\n",
+    )
+    .unwrap();
+    let tests = dir.path().join("p.mcppoltest");
+    std::fs::write(
+        &tests,
+        "case x is denied\n  tool a/x\n  expect deny\n\ncase y is wrongly expected\n  tool a/y\n  expect deny\n\ncase y again, right\n  tool a/y\n  expect allow\n",
+    )
+    .unwrap();
+    let path = tests.to_str().unwrap();
+    // The failing case is left out: the run passes.
+    let (code, out, err) = run(&["test", "--run", "denied|right$", path]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("p.mcppoltest: 2 case(s), 2 passed, 0 failed"),
+        "{out}"
+    );
+    assert!(
+        out.contains("1 case(s) not run: their names do not match `--run`"),
+        "{out}"
+    );
+    assert!(out.ends_with("2 passed, 0 failed\n"), "{out}");
+    // Matched anywhere in the name.
+    let (code, out, _) = run(&["test", "--run", "wrongly", path]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("FAIL y is wrongly expected"), "{out}");
+    assert!(out.ends_with("0 passed, 1 failed\n"), "{out}");
+    let (code, out, _) = run(&["test", "--run", "denied", "--format", "json", path]);
+    assert_eq!(code, 0, "{out}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (v["cases"].as_u64(), v["not_run"].as_u64()),
+        (Some(1), Some(2))
+    );
+    // Nothing matched is no green run; a bad regex and `--coverage` are
+    // usage errors.
+    let (code, out, err) = run(&["test", "--run", "nothing like it", path]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        err.contains("no case name matches `--run nothing like it` (3 case(s) in all)"),
+        "{err}"
+    );
+    let (code, _, err) = run(&["test", "--run", "(", path]);
+    assert_eq!(code, 2);
+    assert!(err.contains("is not a valid regex"), "{err}");
+    let (code, _, err) = run(&["test", "--run", "x", "--coverage", path]);
+    assert_eq!(code, 2);
+    assert!(err.contains("cannot be combined"), "{err}");
+}
+
+#[test]
 fn test_file_errors_name_the_line() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("p.mcppol"), "policy p {}\n").unwrap();
@@ -429,6 +484,41 @@ fn fmt_check_names_files_that_would_change_and_fmt_fixes_them() {
     assert_eq!(v["changed"], serde_json::json!([]));
     let (code, _, _) = run(&["fmt", "--check", "policies/"]);
     assert_eq!(code, 0);
+}
+
+#[test]
+fn fmt_check_diff_prints_a_unified_diff_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.mcppol");
+    let text = "policy p {\n  deny   \"a/b\"\n  allow \"c/d\"\n  ask \"e/f\"\n  ask \"g/h\"\n  ask \"i/j\"\n  deny \"k/l\" ;\n}\n";
+    std::fs::write(&path, text).unwrap();
+    let name = path.to_str().unwrap();
+    let (code, out, err) = run(&["fmt", "--check", "--diff", name]);
+    assert_eq!(code, 1, "{err}");
+    // One hunk: the two changes are within twice the context (3 lines) of
+    // each other, as `diff -u` joins them.
+    assert_eq!(
+        out,
+        format!(
+            "--- {name}\n+++ {name}\n@@ -1,8 +1,8 @@\n policy p {{\n-  deny   \"a/b\"\n+  deny \"a/b\"\n   allow \"c/d\"\n   ask \"e/f\"\n   ask \"g/h\"\n   ask \"i/j\"\n-  deny \"k/l\" ;\n+  deny \"k/l\"\n }}\n"
+        )
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    let (code, out, _) = run(&["fmt", "--check", "--diff", "--format", "json", name]);
+    assert_eq!(code, 1);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert!(
+        v["diffs"][0]
+            .as_str()
+            .unwrap()
+            .contains("-  deny \"k/l\" ;\n"),
+        "{v}"
+    );
+    // Formatted files give no diff; `--diff` alone is a usage error.
+    let (code, out, _) = run(&["fmt", "--check", "--diff", "policies/"]);
+    assert_eq!((code, out.as_str()), (0, ""));
+    let (code, _, _) = run(&["fmt", "--diff", name]);
+    assert_eq!(code, 2);
 }
 
 #[test]

@@ -409,3 +409,51 @@ fn fingerprint_of_a_real_tool_from_a_file_and_stdin() {
         .assert()
         .code(1);
 }
+
+#[test]
+fn a_name_the_file_lacks_is_refused_with_the_likely_one() {
+    for verb in [
+        &["eval", "--tool", "fs/read_file"][..],
+        &["explain", "--tool", "fs/read_file"][..],
+        &[
+            "table",
+            "--tools",
+            "fs=tests/fixtures/tools/server-filesystem.tools.json",
+        ][..],
+    ] {
+        let out = mcppol()
+            .args(verb)
+            .args([
+                "--policy",
+                "policies/filesystem.mcppol",
+                "--name",
+                "filesytem",
+            ])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(2), "{verb:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{verb:?}");
+        assert_eq!(
+            stderr,
+            "error: no policy named `filesytem`; the file has: filesystem\n  help: did you mean `--name filesystem`?\n",
+            "{verb:?}"
+        );
+    }
+    // Nothing close: the names the file has are said, and no guess.
+    let out = mcppol()
+        .args([
+            "eval",
+            "--tool",
+            "fs/read_file",
+            "--policy",
+            "policies/filesystem.mcppol",
+        ])
+        .args(["--name", "github"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        "error: no policy named `github`; the file has: filesystem\n"
+    );
+}

@@ -95,6 +95,17 @@ fn check_refuses_a_link_to_dev_zero_in_a_folder() {
     assert!(stderr.contains("checked 2 files: 1 error"), "{stderr}");
 }
 
+#[test]
+fn eval_on_a_folder_says_so_without_an_empty_snippet() {
+    let dir = Dir::new();
+    let (status, stdout, stderr) = run(mcppol()
+        .args(["eval", "--tool", "a/b", "--policy"])
+        .arg(dir.path()));
+    assert_eq!(status, 2, "{stderr}");
+    assert!(stdout.is_empty());
+    insta::assert_snapshot!("eval_policy_folder", dir.scrub(&stderr));
+}
+
 #[cfg(unix)]
 #[test]
 fn eval_on_a_fifo_policy_does_not_hang() {

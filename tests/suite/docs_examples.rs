@@ -12,7 +12,8 @@
 //! at the top of the checkout. An `mcppol` block whose first line is
 //! `# NAME.mcppol` (or `.mcppoltest`) and nothing more is written to NAME
 //! (that caption line left out) before the examples after it run: the
-//! policy a page shows is the one its example checks.
+//! policy a page shows is the one its example checks. A ```` ```json NAME.json ````
+//! block is written to NAME.json the same way (an event a page pipes in).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -45,6 +46,16 @@ fn file_name(first_line: &str) -> Option<String> {
     ok.then(|| name.to_string())
 }
 
+/// The name a ```` ```json NAME.json ```` fence gives its block, if any.
+fn json_file_name(name: &str) -> Option<String> {
+    let name = name.trim();
+    let ok = !name.contains(char::is_whitespace)
+        && !name.contains('/')
+        && !name.contains("..")
+        && name.ends_with(".json");
+    ok.then(|| name.to_string())
+}
+
 /// The files and `console` examples of one Markdown page.
 fn steps(page: &Path) -> Vec<Step> {
     let text = std::fs::read_to_string(page).unwrap();
@@ -70,6 +81,20 @@ fn steps(page: &Path) -> Vec<Step> {
                 let text = body[1..].iter().map(|l| format!("{l}\n")).collect();
                 out.push(Step::File { name: file, text });
             }
+            continue;
+        }
+        // A ```` ```json NAME.json ```` block is a file the page asks the
+        // reader to save (an event to pipe in by hand), written like the
+        // `# NAME.mcppol` blocks above.
+        if let Some(file) = fence.strip_prefix("```json ").and_then(json_file_name) {
+            let body: Vec<&str> = lines[i..]
+                .iter()
+                .take_while(|l| l.trim_end() != "```")
+                .copied()
+                .collect();
+            i += body.len() + 1;
+            let text = body.iter().map(|l| format!("{l}\n")).collect();
+            out.push(Step::File { name: file, text });
             continue;
         }
         if fence != "```console" {
@@ -209,4 +234,25 @@ fn the_wildcard_line_stands_for_any_number_of_lines() {
     assert!(matches(&v(&["a", "...", "d"]), &v(&["a", "d"])));
     assert!(!matches(&v(&["a", "...", "d"]), &v(&["a", "b"])));
     assert!(!matches(&v(&["a", "b"]), &v(&["a", "b", "c"])));
+}
+
+/// The README names only what a host can use, and what it can depend on:
+/// the store's module is private (its types are at the crate root), and
+/// the crate is not on a registry, so no `version = ` line for it.
+#[test]
+fn the_readme_names_only_public_paths_and_no_registry_version() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    assert!(readme.contains("not on\ncrates.io yet") || readme.contains("not on crates.io yet"));
+    for line in readme.lines() {
+        assert!(
+            !line.contains("`mcppol::store`"),
+            "README names the private module: {line}"
+        );
+        let dependency = line.trim_start().starts_with("mcppol = ");
+        assert!(
+            !(dependency && line.contains("version")),
+            "README shows a registry version while the crate is not published: {line}"
+        );
+    }
 }

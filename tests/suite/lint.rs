@@ -22,6 +22,7 @@ const TOOL_AWARE: &[&str] = &[
     "argument_type",
     "path_not_string",
     "missed_path_argument",
+    "unmatched_tools_entry",
 ];
 
 fn fs_listing() -> Listing {
@@ -353,6 +354,44 @@ fn sarif_is_one_log_for_all_files() {
         .find(|r| r["id"] == "mcppol::lint::folded_regex")
         .unwrap();
     assert!(folded["shortDescription"]["text"].is_string());
+    assert!(folded["fullDescription"]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("A deny or ask regex target"));
+    assert!(folded["helpUri"]
+        .as_str()
+        .unwrap()
+        .ends_with("docs/checker.md#folded_regex"));
+    // An error's rule is described as well, from the registry.
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.mcppol");
+    std::fs::write(&bad, "policy p {\n  permit \"a/b\"\n}\n").unwrap();
+    let out = mcppol()
+        .args(["check", "--format", "sarif"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let log: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_sarif_shape(&log);
+    let rule = &log["runs"][0]["tool"]["driver"]["rules"][0];
+    assert_eq!(rule["id"], "mcppol::compile::unknown_keyword");
+    assert!(rule["shortDescription"]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("A word where"));
+    assert!(rule["fullDescription"]["text"]
+        .as_str()
+        .unwrap()
+        .contains("`permit`"));
+    assert_eq!(
+        rule["help"]["text"],
+        "Write `deny`, `ask`, `allow` or `tools`."
+    );
+    assert!(rule["helpUri"]
+        .as_str()
+        .unwrap()
+        .ends_with("docs/diagnostics.md#mcppol::compile::unknown_keyword"));
     // A clean run is still a valid log, with no results.
     let out = mcppol()
         .args(["check", "--format", "sarif", "policies/strict.mcppol"])
