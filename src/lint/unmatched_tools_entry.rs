@@ -36,7 +36,7 @@ pub(super) fn check(cx: &mut Ctx<'_>) {
     let mut met: BTreeSet<u32> = BTreeSet::new();
     for (server, tool) in listing.tools() {
         let mut bufs = [[0; 64]; 2];
-        let names = crate::eval::Names::new(server, &tool.name, &mut bufs);
+        let names = crate::policy::names::Names::new(server, &tool.name, &mut bufs);
         let mut hits = Default::default();
         cx.policy.visibility_folded(&names.query(), &mut hits);
         met.extend(hits.iter().copied());
