@@ -1,5 +1,5 @@
 //! What a decision pays to carry its rule id and policy name
-//! (docs/performance.md, "No reference counts in a decision").
+//! (docs/performance.md, "The optimizations kept, and why").
 //!
 //! `cargo bench --bench rule_ids`. Each iteration clones two strings out of
 //! a compiled rule and a policy, as a decision does, and drops them, as
