@@ -166,19 +166,6 @@ while IFS= read -r -d '' f; do
 done < <(find "$root/tests/fixtures/claude" -name '*.json' -print0)
 printf '\0mcppol taint 1\n"web"\n"github"\n' >"$corpus/claude_hook/taint"
 
-# tools/call params: realistic calls (the bundled policies' tools), the
-# forms the one pass leaves to serde_json (escaped names and keys,
-# exponents, surrogate pairs), keys written twice, an array for an object.
-seed_text params '{"name":"read_text_file","arguments":{"path":"/srv/work/notes.md"}}'
-seed_text params '{"name":"write_file","arguments":{"path":"/srv/work/a.txt","content":"hello\nworld","mode":"append"},"_meta":{"progressToken":7}}'
-seed_text params '{ "arguments" : { "ref" : "refs/heads/main", "n" : 5, "a" : { "b" : [1, 2] } }, "name" : "push_files" }'
-seed_text params '{"name":"create_issue","arguments":{"items":[{"name":"x"},{"name":"z"}],"tags":["a","b"],"obj":{"k":1},"files":[{"path":"/srv/x/1"}]}}'
-seed_text params '{"name":"search","arguments":{"query":"status:open é ✓","n":1e2,"odd key":true,"p\u0061th":"/srv/../etc","s":"\ud83d\ude00"}}'
-seed_text params '{"name":"a\u002db","arguments":null}'
-seed_text params '{"name":"t","arguments":{"path":"/etc/passwd","path":"/srv/a","n":-0.5,"n":4}}'
-seed_text params '["t",{"ref":"refs/tags/v1"}]'
-seed_text params '{"name":"t","arguments":{"n":18446744073709551616,"big":-9223372036854775809,"z":0.30000000000000004441}}'
-
 for t in "$corpus"/*; do
   echo "$(basename "$t"): $(find "$t" -type f | wc -l) seeds"
 done
