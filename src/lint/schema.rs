@@ -261,7 +261,7 @@ pub(super) fn check(cx: &mut Ctx<'_>) {
         if rule.ir.kind != TargetKind::Tool || rule.ast.condition.is_none() {
             continue;
         }
-        let loose = rule.ir.effect != Effect::Allow;
+        let loose = rule.ir.effect.loose();
         let tools: Vec<(String, Option<&Value>)> = listing
             .tools()
             .filter(|(server, tool)| {

@@ -40,7 +40,7 @@ pub(super) fn check(cx: &mut Ctx<'_>) {
             Effect::Ask => (&SHADOWED_ASK, &[Effect::Deny]),
             Effect::Deny => continue,
         };
-        let loose = rule.ir.effect != Effect::Allow;
+        let loose = rule.ir.effect.loose();
         let covers: Vec<Option<(usize, &Target)>> = rule
             .ir
             .targets
@@ -173,7 +173,7 @@ fn hidden(cx: &mut Ctx<'_>, reported: &[usize]) {
         if rule.ir.kind != TargetKind::Tool || reported.contains(&i) {
             continue;
         }
-        let loose = rule.ir.effect != Effect::Allow;
+        let loose = rule.ir.effect.loose();
         let by: Vec<Option<&Target>> = rule
             .ir
             .targets

@@ -60,6 +60,12 @@ impl Effect {
         }
     }
 
+    /// Deny and ask rules match names loosely (case and `-`, `.`, `_`
+    /// folded); allow rules match them exactly.
+    pub fn loose(self) -> bool {
+        self != Effect::Allow
+    }
+
     /// The effect spelt `word`, if any.
     pub fn from_name(word: &str) -> Option<Self> {
         Self::ALL.iter().copied().find(|k| k.as_str() == word)

@@ -72,32 +72,8 @@ impl Rng {
     }
 }
 
-/// A rule's list.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Effect {
-    /// `deny`.
-    Deny,
-    /// `ask`.
-    Ask,
-    /// `allow`.
-    Allow,
-}
-
-impl Effect {
-    /// The rule's keyword.
-    pub fn keyword(self) -> &'static str {
-        match self {
-            Effect::Deny => "deny",
-            Effect::Ask => "ask",
-            Effect::Allow => "allow",
-        }
-    }
-
-    /// Deny and ask rules match names loosely (folded).
-    pub fn loose(self) -> bool {
-        self != Effect::Allow
-    }
-}
+/// A rule's list: the engine's own `Effect` (`deny`, `ask`, `allow`).
+pub use crate::model::Effect;
 
 /// A segment pattern with `*` only: `lit`, `lit*`, `*lit`, `a*b` or `*`.
 pub type Glob = String;
@@ -395,7 +371,7 @@ impl RuleSpec {
     /// As `.mcppol` text.
     pub fn mcppol(&self) -> String {
         let mut out = String::new();
-        out.push_str(self.effect.keyword());
+        out.push_str(self.effect.as_str());
         out.push(' ');
         if self.named {
             let _ = write!(out, "{}: ", self.id);

@@ -150,7 +150,7 @@ impl Rules {
         self.next[slot] += 1;
         let (id, named) = match name {
             Some(n) => (n, true),
-            None => (format!("{}:{index}", effect.keyword()), false),
+            None => (format!("{}:{index}", effect.as_str()), false),
         };
         self.rules.push(RuleSpec {
             effect,
