@@ -52,6 +52,20 @@ pub fn escape(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// `s` cut to at most `max` bytes on a character boundary: what a person
+/// is shown of an argument, and what a model is given of a result.
+#[cfg(feature = "pipeline")]
+pub(crate) fn cut_at(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while end > 0 && !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
 #[cfg(all(feature = "cli", feature = "pipeline"))]
 mod arguments;
 #[cfg(feature = "cli")]

@@ -3,7 +3,7 @@
 //! every name and value escaped. Only the proxy's dialog shows these, so
 //! only a build with the command line and the pipeline has them.
 
-use super::escape;
+use super::{cut_at, escape};
 
 /// How many values [`show_arguments`] would list for `value`.
 fn count_leaves(value: &serde_json::Value, depth: usize) -> usize {
@@ -23,18 +23,6 @@ fn count_leaves(value: &serde_json::Value, depth: usize) -> usize {
 pub const MAX_SHOWN_VALUES: usize = 64;
 /// The most bytes of one value [`show_arguments`] shows.
 pub const MAX_SHOWN_VALUE_BYTES: usize = 200;
-
-/// `s` cut to at most `max` bytes on a character boundary.
-pub fn cut_at(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while end > 0 && !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
-}
 
 /// One value as a person reads it: its JSON, escaped, and cut to `max`
 /// bytes with the cut said (`"AAA…" (cut: 2102 bytes in all)`).

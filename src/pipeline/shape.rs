@@ -11,6 +11,7 @@ use std::collections::BTreeSet;
 use serde_json::{json, Value};
 
 use super::types::{Provenance, ShapeFlag, ToolResult};
+use crate::escape::cut_at as cut;
 
 /// The default cap of a shaped result.
 pub const DEFAULT_MAX_RESULT_BYTES: usize = 100 * 1024;
@@ -131,18 +132,6 @@ fn shape_block(block: &Value, flags: &mut BTreeSet<ShapeFlag>) -> Value {
 
 fn size(v: &Value) -> usize {
     serde_json::to_vec(v).map(|b| b.len()).unwrap_or(usize::MAX)
-}
-
-/// Cuts `s` to at most `max` bytes on a character boundary.
-fn cut(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while end > 0 && !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
 }
 
 /// Shapes a result for a model: `server` is where it came from, `cap` the
