@@ -81,6 +81,8 @@ mod policy;
 mod protected;
 #[cfg(all(feature = "cli", feature = "pipeline"))]
 mod proxy;
+#[cfg(feature = "pipeline")]
+pub mod servers;
 #[cfg(feature = "store")]
 mod store;
 mod syntax;
