@@ -6,6 +6,7 @@
 //! in-memory one with a scripted server for tests.
 
 // The modules are the crate's own; what a host uses is re-exported below.
+pub(crate) mod connect;
 pub(crate) mod connection;
 pub(crate) mod framing;
 pub(crate) mod handle;
@@ -18,6 +19,7 @@ pub(crate) mod peer;
 pub(crate) mod stdio;
 pub(crate) mod transport;
 
+pub use connect::{connect, ServerConnection};
 pub use connection::{ConnectOptions, Connection, DEFAULT_MAX_PENDING, MAX_SERVER_REQUESTS};
 pub use framing::DEFAULT_MAX_LINE_BYTES;
 pub use handle::CallHandle;
