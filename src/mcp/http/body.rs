@@ -41,7 +41,7 @@ impl BodyError {
 }
 
 /// Reads a whole body of at most `max` bytes.
-pub(super) async fn read_bounded(
+pub(crate) async fn read_bounded(
     response: reqwest::Response,
     max: usize,
 ) -> Result<Vec<u8>, McpError> {

@@ -26,6 +26,8 @@ use super::jsonrpc::Notification;
 use super::transport::{BoxFuture, McpError, ServerInfo, Transport};
 use session::Shared;
 
+pub(crate) use body::read_bounded;
+
 /// The most redirects followed, each to the same origin as the endpoint.
 pub const MAX_REDIRECTS: usize = 5;
 
