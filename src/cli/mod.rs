@@ -18,6 +18,8 @@ mod request_args;
 mod request_file;
 mod table;
 mod test;
+#[cfg(feature = "pipeline")]
+mod tools;
 mod watch;
 
 use std::io::IsTerminal;
@@ -75,6 +77,11 @@ enum Command {
     /// Enforce a policy in front of a stdio MCP server: relay JSON-RPC
     /// between the host (stdin/stdout) and the server command after `--`.
     Proxy(Box<proxy::ProxyArgs>),
+    #[cfg(feature = "pipeline")]
+    /// Connect to an MCP server (a command after `--`, a server of a
+    /// servers file, or a URL) and write its tools as the JSON that `check
+    /// --tools`, `table` and `lock` read.
+    Tools(tools::ToolsArgs),
     /// Claude Code's permission hook: decide a PreToolUse event read on
     /// stdin, record taint on PostToolUse, clear it on SessionEnd; or print
     /// the settings.json block that installs it.
@@ -142,6 +149,8 @@ pub fn main() -> ExitCode {
         Command::Fmt(args) => fmt::run(args),
         #[cfg(feature = "pipeline")]
         Command::Proxy(args) => proxy::run(*args),
+        #[cfg(feature = "pipeline")]
+        Command::Tools(args) => tools::run(args),
         Command::ClaudeHook(args) => claude_hook::run(args),
     };
     ExitCode::from(status)

@@ -88,3 +88,5 @@ mod store_notify;
 #[cfg(feature = "cli")]
 mod tainted_by;
 mod telemetry;
+#[cfg(all(feature = "cli", feature = "pipeline"))]
+mod tools_cli;
