@@ -69,6 +69,8 @@ mod proxy_load;
 mod proxy_outcome;
 mod proxy_relay;
 #[cfg(all(feature = "cli", feature = "pipeline"))]
+mod proxy_servers;
+#[cfg(all(feature = "cli", feature = "pipeline"))]
 mod proxy_shown;
 #[cfg(feature = "http")]
 mod remote_e2e;
