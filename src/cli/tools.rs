@@ -225,6 +225,8 @@ fn specs(args: &ToolsArgs) -> Result<Vec<(Option<String>, ServerSpec)>, UsageErr
             cwd: None,
         }
     };
+    // Without --server-id the spec's id names nothing: `list` names such a
+    // server by its command or URL, and the listing is written bare.
     let spec = ServerSpec {
         id: id.clone().unwrap_or_else(|| "server".into()),
         transport,
