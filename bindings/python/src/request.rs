@@ -54,13 +54,36 @@ pub struct OwnedRequest {
     local_tool: bool,
 }
 
-fn flag<'py>(
-    kwargs: Option<&Bound<'py, PyDict>>,
-    key: &str,
-) -> PyResult<Option<Bound<'py, PyAny>>> {
-    match kwargs {
-        Some(k) => Ok(k.get_item(key)?.filter(|v| !v.is_none())),
-        None => Ok(None),
+/// The keywords given, read in one pass over the dict (a `None` value is
+/// a keyword not given).
+struct Given<'py> {
+    slots: [Option<Bound<'py, PyAny>>; KEYWORDS.len()],
+}
+
+impl<'py> Given<'py> {
+    fn read(kwargs: Option<&Bound<'py, PyDict>>) -> PyResult<Self> {
+        let mut slots: [Option<Bound<'py, PyAny>>; KEYWORDS.len()] = Default::default();
+        if let Some(k) = kwargs {
+            for (key, value) in k.iter() {
+                let key = key.str()?;
+                let key = key.to_cow()?;
+                let Some(i) = KEYWORDS.iter().position(|known| *known == key) else {
+                    return Err(RequestError::new_err(format!(
+                        "unknown keyword {key:?}; known: tool, {}",
+                        KEYWORDS.join(", ")
+                    )));
+                };
+                if !value.is_none() {
+                    slots[i] = Some(value);
+                }
+            }
+        }
+        Ok(Given { slots })
+    }
+
+    fn get(&self, key: &str) -> Option<Bound<'py, PyAny>> {
+        let i = KEYWORDS.iter().position(|known| *known == key)?;
+        self.slots.get(i).cloned().flatten()
     }
 }
 
@@ -115,19 +138,9 @@ fn lock_of(value: &Bound<'_, PyAny>) -> PyResult<Lock> {
 impl OwnedRequest {
     /// Reads the request from `tool` and the keyword arguments.
     pub fn from_python(tool: Option<&str>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
-        if let Some(k) = kwargs {
-            for key in k.keys() {
-                let key = key.str()?.to_string();
-                if !KEYWORDS.contains(&key.as_str()) {
-                    return Err(RequestError::new_err(format!(
-                        "unknown keyword {key:?}; known: tool, {}",
-                        KEYWORDS.join(", ")
-                    )));
-                }
-            }
-        }
-        let resource = flag(kwargs, "resource")?;
-        let prompt = flag(kwargs, "prompt")?;
+        let given = Given::read(kwargs)?;
+        let resource = given.get("resource");
+        let prompt = given.get("prompt");
         let (kind, key, target) = match (tool, &resource, &prompt) {
             (Some(t), None, None) => (TargetKind::Tool, "tool", t.to_string()),
             (None, Some(r), None) => (TargetKind::Resource, "resource", text("resource", r)?),
@@ -144,11 +157,12 @@ impl OwnedRequest {
             }
         };
         let (server, name) = split_target(key, &target)?;
-        let args = match flag(kwargs, "args")? {
+        let args = match given.get("args") {
             Some(a) => to_json_object("args", &a)?,
             None => Value::Object(Default::default()),
         };
-        let tool_def = flag(kwargs, "tool_def")?
+        let tool_def = given
+            .get("tool_def")
             .map(|d| to_json_object("tool_def", &d))
             .transpose()?;
         let mut annotations = None;
@@ -165,14 +179,15 @@ impl OwnedRequest {
             );
             annotations = def.get("annotations").cloned();
         }
-        if let Some(a) = flag(kwargs, "annotations")? {
+        if let Some(a) = given.get("annotations") {
             annotations = Some(to_json_object("annotations", &a)?);
         }
-        let assigns = flag(kwargs, "assigns")?
+        let assigns = given
+            .get("assigns")
             .map(|a| to_json_object("assigns", &a))
             .transpose()?;
-        let lock = flag(kwargs, "lock")?.map(|l| lock_of(&l)).transpose()?;
-        let approval = match (flag(kwargs, "approval")?, &lock) {
+        let lock = given.get("lock").map(|l| lock_of(&l)).transpose()?;
+        let approval = match (given.get("approval"), &lock) {
             (Some(_), Some(_)) => {
                 return Err(RequestError::new_err(
                     "give approval or lock, not both: approval states the tool's standing, a lock computes it",
@@ -191,22 +206,24 @@ impl OwnedRequest {
             }
             (None, None) => ToolApproval::Approved,
         };
-        let taint = match flag(kwargs, "taint")? {
+        let taint = match given.get("taint") {
             None => Vec::new(),
             Some(t) => taint_of(&t)?,
         };
-        let approver = flag(kwargs, "approver")?
+        let approver = given
+            .get("approver")
             .map(|a| boolean("approver", &a))
             .transpose()?
             .unwrap_or(true);
         let get_bool = |key: &str| -> PyResult<bool> {
-            Ok(flag(kwargs, key)?
+            Ok(given
+                .get(key)
                 .map(|v| boolean(key, &v))
                 .transpose()?
                 .unwrap_or(false))
         };
         let get_text = |key: &str| -> PyResult<Option<String>> {
-            flag(kwargs, key)?.map(|v| text(key, &v)).transpose()
+            given.get(key).map(|v| text(key, &v)).transpose()
         };
         Ok(OwnedRequest {
             kind,
