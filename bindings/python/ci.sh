@@ -23,7 +23,7 @@ export PATH="$PWD/$venv/bin:$PATH"
 pip=("$venv/bin/pip" install --quiet --disable-pip-version-check)
 # Pinned test tools (the build backend is pinned for the build below too).
 "${pip[@]}" "maturin==1.16.0" "pytest==9.2.0" "mcp==2.3.0" \
-  "langchain==1.5.0" "langgraph==1.2.22"
+  "langchain==1.5.0" "langgraph==1.2.22" "openai-agents==0.24.0"
 
 # The real MCP servers mcppol.mcp's end-to-end test runs (.ci/e2e-deps
 # installs the same pinned versions; this makes the script work alone).
