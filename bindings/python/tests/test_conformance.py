@@ -6,10 +6,16 @@ cases.jsonl and turn3.jsonl, the contract `mcppol eval` is checked against by
 case's `eval` argv is translated into decide's keywords and the case's
 expected fields are compared, as shared/conformance/run.py does for the CLI.
 A flag the translation does not know fails the case: no case is skipped.
+
+With MCPPOL_BIN naming an `mcppol` binary (.ci/run passes the release
+build), every case is also run through `mcppol eval` and the whole decision
+(decision, source, reason, rule_id, policy, line) must be the one Python got.
 """
 
 import json
+import os
 import pathlib
+import subprocess
 
 import pytest
 
@@ -107,3 +113,37 @@ def test_case(case, tmp_path):
     # The same text from a string decides the same (bar the file name).
     from_str = mcppol.Policy.from_str(case["policy"], name=name).decide(**kwargs).to_dict()
     assert from_str == got
+
+
+CLI = os.environ.get("MCPPOL_BIN")
+
+
+def cli_argv(argv, files, tmp_path):
+    """The case's argv with `$NAME`/`@$NAME` as the paths of its files."""
+    paths = {}
+    for name, value in files.items():
+        paths[name] = tmp_path / name
+        paths[name].write_text(json.dumps(value), encoding="utf-8")
+    out = []
+    for arg in argv:
+        for prefix in ("@$", "$"):
+            if arg.startswith(prefix) and arg[len(prefix):] in paths:
+                arg = prefix[:-1] + str(paths[arg[len(prefix):]])
+                break
+        out.append(arg)
+    return out
+
+
+@pytest.mark.skipif(not CLI, reason="MCPPOL_BIN is not set (.ci/run sets it to the release binary)")
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_case_equals_the_cli(case, tmp_path):
+    policy_path = tmp_path / "policy.mcppol"
+    policy_path.write_text(case["policy"], encoding="utf-8")
+    name, kwargs = translate(case["argv"], case.get("files", {}))
+    ours = mcppol.Policy.from_file(str(policy_path), name=name).decide(**kwargs).to_dict()
+    argv = cli_argv(case["argv"], case.get("files", {}), tmp_path)
+    proc = subprocess.run(
+        [CLI, "eval", "--policy", str(policy_path), *argv], capture_output=True, text=True, timeout=30
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == ours
