@@ -9,6 +9,7 @@ use crate::diagnostics::{did_you_mean, Diagnostic};
 use crate::policy::{
     AnnotationKey, Cond, Operand, PathRoot, Pred, Quantifier, RootError, Step, Test,
 };
+use crate::shell::CommandPattern;
 use crate::syntax::keywords::{Predicate, Selector, TestWord};
 use crate::syntax::{self, CompareOp, Effect, SelectorAst, Span};
 
@@ -66,6 +67,7 @@ impl<'f> Compiler<'_, 'f> {
                 let quantifier = match test {
                     Test::Inside { .. } => Quantifier::All,
                     Test::Escapes { .. } => Quantifier::Any,
+                    Test::WritesInside { .. } => Quantifier::All,
                     _ => at.quantifier(),
                 };
                 Some(Cond::Pred(Box::new(Pred {
@@ -243,33 +245,26 @@ impl<'f> Compiler<'_, 'f> {
                     TestWord::Escapes
                 };
                 let operand = self.value_operand(selector, word.as_str());
-                let canonical = match PathRoot::from_written(&root.node) {
-                    Ok(r) => Some(r),
-                    Err(why) => {
-                        let help = match why {
-                            RootError::ClimbsOutOfCwd => {
-                                "name a folder at or below `$CWD`, such as \"$CWD/src\", or write an absolute path"
-                            }
-                            RootError::Path(_) => "write an absolute path such as \"/srv/sandbox\"",
-                        };
-                        self.push(
-                            Diagnostic::error(
-                                self.source,
-                                codes::COMPILE_BAD_ROOT,
-                                root.span,
-                                format!("`{}` cannot be a root: {why}", root.node.escape_debug()),
-                            )
-                            .with_label("bad root")
-                            .with_help(help),
-                        );
-                        None
-                    }
-                };
+                let canonical = self.root(root);
                 let (operand, root) = (operand?, canonical?);
                 Some(if *inside {
                     Test::Inside { operand, root }
                 } else {
                     Test::Escapes { operand, root }
+                })
+            }
+            syntax::Cond::Runs {
+                selector,
+                only,
+                patterns,
+                ..
+            } => self.runs(selector, *only, patterns),
+            syntax::Cond::Writes { selector, root, .. } => {
+                let operand = self.value_operand(selector, "writes inside");
+                let root = self.root(root);
+                Some(Test::WritesInside {
+                    operand: operand?,
+                    root: root?,
                 })
             }
             syntax::Cond::UnknownTest {
@@ -300,6 +295,67 @@ impl<'f> Compiler<'_, 'f> {
             }
             syntax::Cond::Or(..) | syntax::Cond::And(..) | syntax::Cond::Not(..) => None,
         }
+    }
+
+    /// The root of `inside`, `escapes` or `writes inside`, canonical.
+    fn root(&mut self, root: &syntax::Spanned<String>) -> Option<PathRoot> {
+        match PathRoot::from_written(&root.node) {
+            Ok(r) => Some(r),
+            Err(why) => {
+                let help = match why {
+                    RootError::ClimbsOutOfCwd => {
+                        "name a folder at or below `$CWD`, such as \"$CWD/src\", or write an absolute path"
+                    }
+                    RootError::Path(_) => "write an absolute path such as \"/srv/sandbox\"",
+                };
+                self.push(
+                    Diagnostic::error(
+                        self.source,
+                        codes::COMPILE_BAD_ROOT,
+                        root.span,
+                        format!("`{}` cannot be a root: {why}", root.node.escape_debug()),
+                    )
+                    .with_label("bad root")
+                    .with_help(help),
+                );
+                None
+            }
+        }
+    }
+
+    /// `runs [only] [...]`: each pattern read.
+    fn runs(
+        &mut self,
+        selector: &SelectorAst,
+        only: bool,
+        patterns: &[syntax::Spanned<String>],
+    ) -> Option<Test> {
+        let word = if only { "runs only" } else { "runs" };
+        let operand = self.value_operand(selector, word);
+        let mut compiled = Vec::with_capacity(patterns.len());
+        for pattern in patterns {
+            match CommandPattern::parse(&pattern.node) {
+                Ok(p) => compiled.push(p),
+                Err(why) => self.push(
+                    Diagnostic::error(
+                        self.source,
+                        codes::COMPILE_BAD_TEST,
+                        pattern.span,
+                        format!("`{}` cannot be a command pattern: {why}", pattern.node.escape_debug()),
+                    )
+                    .with_label("bad pattern")
+                    .with_help("write the command's words separated by spaces, `*` alone for any further words: \"git diff *\""),
+                ),
+            }
+        }
+        if compiled.len() != patterns.len() {
+            return None;
+        }
+        Some(Test::Runs {
+            operand: operand?,
+            only,
+            patterns: compiled.into_boxed_slice(),
+        })
     }
 
     /// A test word with a value of a form it does not take:

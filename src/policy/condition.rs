@@ -132,6 +132,19 @@ pub enum Test {
         operand: Operand,
         root: PathRoot,
     },
+    /// `runs only [...]` (`only`) or `runs [...]`: the simple commands of
+    /// a command line against word patterns.
+    Runs {
+        operand: Operand,
+        only: bool,
+        patterns: Box<[crate::shell::CommandPattern]>,
+    },
+    /// `writes inside "ROOT"`: every file a command line's redirections
+    /// write is inside the root.
+    WritesInside {
+        operand: Operand,
+        root: PathRoot,
+    },
     /// Some server other than the called tool's own, and not ignored
     /// (and, with `by`, one of those), has output in the context.
     Tainted {

@@ -170,6 +170,24 @@ pub enum Cond {
         root: Spanned<String>,
         span: Span,
     },
+    /// `SEL runs only [...]` or `SEL runs [...]`: the simple commands of a
+    /// command line against word patterns.
+    Runs {
+        selector: SelectorAst,
+        /// `runs only`: every command must match (else: some command).
+        only: bool,
+        patterns: Vec<Spanned<String>>,
+        /// The list as written.
+        list: Span,
+        span: Span,
+    },
+    /// `SEL writes inside "ROOT"`: every file a redirection of the command
+    /// line writes is inside ROOT.
+    Writes {
+        selector: SelectorAst,
+        root: Spanned<String>,
+        span: Span,
+    },
     /// `SELECTOR WORD VALUE` where WORD is not a test: an error to report.
     UnknownTest {
         selector: SelectorAst,
@@ -190,6 +208,8 @@ impl Cond {
             | Cond::In { span, .. }
             | Cond::Matches { span, .. }
             | Cond::Path { span, .. }
+            | Cond::Runs { span, .. }
+            | Cond::Writes { span, .. }
             | Cond::UnknownTest { span, .. } => *span,
             Cond::Bare(sel) => sel.span,
         }

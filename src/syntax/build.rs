@@ -490,6 +490,9 @@ impl Builder {
                 span,
             });
         }
+        if test.as_rule() == Rule::shell_test {
+            return self.shell_test(selector, test, span);
+        }
         let mut parts = test.into_inner();
         let first = parts.next();
         let second = parts.next();
@@ -528,6 +531,49 @@ impl Builder {
             }
             _ => Err((span, "incomplete test".to_string()).into()),
         }
+    }
+
+    /// `runs [only] [...]` or `writes inside "ROOT"` after `selector`.
+    fn shell_test(&self, selector: SelectorAst, test: Pair<'_, Rule>, span: Span) -> Result<Cond> {
+        let mut only = false;
+        let mut writes = false;
+        for part in test.into_inner() {
+            match part.as_rule() {
+                Rule::kw_only => only = true,
+                Rule::kw_writes => writes = true,
+                Rule::string if writes => {
+                    return Ok(Cond::Writes {
+                        selector,
+                        root: Spanned::new(self.string(&part)?, self.span(&part)),
+                        span,
+                    });
+                }
+                Rule::literal => {
+                    let list = self.span(&part);
+                    let word = if only { "runs only" } else { "runs" };
+                    let patterns = self.string_list(&part).ok_or_else(|| {
+                        BuildError::new(
+                            codes::PARSE_SYNTAX,
+                            list,
+                            format!("`{word}` takes a list of command patterns"),
+                            format!(
+                                "write the patterns as strings in brackets: `{word} [\"git status\", \"git diff *\"]`"
+                            ),
+                        )
+                        .label("not a list of strings")
+                    })??;
+                    return Ok(Cond::Runs {
+                        selector,
+                        only,
+                        patterns,
+                        list,
+                        span,
+                    });
+                }
+                _ => {}
+            }
+        }
+        Err((span, "incomplete test".to_string()).into())
     }
 
     fn selector(&self, pair: Pair<'_, Rule>) -> Result<SelectorAst> {

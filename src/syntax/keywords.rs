@@ -171,6 +171,18 @@ impl TestWord {
 }
 
 keywords! {
+    /// The words of the tests that read a command line as a shell does.
+    ShellWord {
+        /// `runs ["P", ...]`: some simple command matches a pattern.
+        Runs => "runs",
+        /// `runs only ["P", ...]`: every simple command matches one.
+        Only => "only",
+        /// `writes inside "ROOT"`: every file a redirection writes.
+        Writes => "writes",
+    }
+}
+
+keywords! {
     /// The predicates that begin with a word.
     Predicate {
         Tainted => "tainted",
@@ -292,6 +304,7 @@ pub(crate) fn all_words() -> Vec<&'static str> {
         .chain(MistakenClause::names())
         .chain(Logic::names())
         .chain(TestWord::names())
+        .chain(ShellWord::names())
         .chain(Predicate::names())
         .chain(TaintedArg::names())
         .chain(Selector::names())
