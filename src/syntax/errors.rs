@@ -67,6 +67,7 @@ fn rule_name(grammar_rule: Rule) -> Option<&'static str> {
         | Rule::item_end
         | Rule::setting_word
         | Rule::reserved_item_word
+        | Rule::test_word
         | Rule::WHITESPACE
         | Rule::not_newline
         | Rule::primary
