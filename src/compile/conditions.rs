@@ -70,10 +70,18 @@ impl<'f> Compiler<'_, 'f> {
                     Test::WritesInside { .. } => Quantifier::All,
                     _ => at.quantifier(),
                 };
+                let span = ast.span();
+                let names = self
+                    .name_values
+                    .iter()
+                    .filter(|n| n.span.start >= span.start && n.span.end <= span.end)
+                    .map(|n| (n.name.clone(), n.value.clone()))
+                    .collect();
                 Some(Cond::Pred(Box::new(Pred {
                     test,
                     quantifier,
-                    span: ast.span(),
+                    span,
+                    names,
                 })))
             }
         }

@@ -278,7 +278,9 @@ pub fn check_text(
         .iter()
         .any(|d| d.severity == crate::Severity::Error)
     {
-        diagnostics.extend(lint(&file, &policies, &source, options));
+        // The checker reads the file as written out, names replaced.
+        let (expanded, ..) = syntax::lets::expand(&file, &source);
+        diagnostics.extend(lint(&expanded, &policies, &source, options));
     }
     diagnostics.sort_by_key(|d| d.span.start);
     diagnostics

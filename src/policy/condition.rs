@@ -33,6 +33,9 @@ pub struct Pred {
     pub test: Test,
     pub quantifier: Quantifier,
     pub span: Span,
+    /// The `let` names written in the predicate and the values they stand
+    /// for, as written: what `explain` shows beside the text.
+    pub names: Box<[(Box<str>, Box<str>)]>,
 }
 
 /// The four MCP tool annotations a policy may test.

@@ -54,11 +54,96 @@ impl From<(Span, String)> for BuildError {
 
 pub(super) struct Builder {
     pub base: usize,
+    /// Where a `let` name stood for a value, as built.
+    pub names: std::cell::RefCell<Vec<Span>>,
 }
 
 type Result<T> = std::result::Result<T, BuildError>;
 
 impl Builder {
+    /// A builder for text that starts at `base` in the file.
+    pub fn at(base: usize) -> Self {
+        Builder {
+            base,
+            names: std::cell::RefCell::new(Vec::new()),
+        }
+    }
+
+    /// The name spans recorded so far, taken out.
+    pub fn take_names(&self) -> Vec<Span> {
+        std::mem::take(&mut *self.names.borrow_mut())
+    }
+
+    /// A `let` name where a value goes: the name, its place recorded.
+    fn name_use(&self, pair: &Pair<'_, Rule>) -> Spanned<String> {
+        let named = self.spanned_str(pair);
+        self.names.borrow_mut().push(named.span);
+        named
+    }
+
+    /// A string, or a `let` name standing for one.
+    fn string_or_name(&self, pair: &Pair<'_, Rule>) -> Result<String> {
+        if pair.as_rule() == Rule::name_ref {
+            return Ok(self.name_use(pair).node);
+        }
+        self.string(pair)
+    }
+
+    /// `let NAME = VALUE`: the value a string or a list of strings.
+    pub fn let_item(&self, pair: Pair<'_, Rule>) -> Result<LetAst> {
+        let span = self.span(&pair);
+        let mut name = None;
+        let mut value = None;
+        for inner in pair.into_inner() {
+            match inner.as_rule() {
+                Rule::ident => name = Some(self.spanned_str(&inner)),
+                Rule::literal => {
+                    let value_span = self.span(&inner);
+                    let first = inner.clone().into_inner().next();
+                    let read = match first.as_ref().map(Pair::as_rule) {
+                        Some(Rule::string) => match &first {
+                            Some(s) => Some(LetValue::Str(self.string(s)?)),
+                            None => None,
+                        },
+                        _ => self.string_list(&inner).transpose()?.map(LetValue::List),
+                    };
+                    let read = read.ok_or_else(|| {
+                        BuildError::new(
+                            codes::PARSE_BAD_LET,
+                            value_span,
+                            "a `let` names a string or a list of strings".to_string(),
+                            "write `let NAME = \"text\"` or `let NAME = [\"a\", \"b\"]`",
+                        )
+                        .label("not a string or a list of strings")
+                    })?;
+                    value = Some(Spanned::new(read, value_span));
+                }
+                _ => {}
+            }
+        }
+        let (Some(name), Some(value)) = (name, value) else {
+            return Err((span, "a `let` needs a name and a value".to_string()).into());
+        };
+        // A name must be usable where a value goes: not a word of the
+        // language.
+        let usable = <super::Grammar as pest::Parser<Rule>>::parse(Rule::name_ref, &name.node)
+            .ok()
+            .and_then(|mut p| p.next())
+            .is_some_and(|p| p.as_str().len() == name.node.len());
+        if !usable {
+            return Err(BuildError::new(
+                codes::PARSE_BAD_LET,
+                name.span,
+                format!(
+                    "`{}` is a word of the language and cannot name a value",
+                    name.node
+                ),
+                format!("choose another name, such as `my_{}`", name.node),
+            )
+            .label("a keyword"));
+        }
+        Ok(LetAst { name, value, span })
+    }
     pub fn span(&self, pair: &Pair<'_, Rule>) -> Span {
         let s = pair.as_span();
         Span::new(self.base + s.start(), self.base + s.end())
@@ -92,6 +177,7 @@ impl Builder {
                 Rule::rule => return self.rule(inner).map(|r| Some(Item::Rule(Box::new(r)))),
                 Rule::setting => return Ok(Some(Item::Setting(self.setting(inner)?))),
                 Rule::tools_block => return self.tools_block(inner).map(|t| Some(Item::Tools(t))),
+                Rule::let_item => return self.let_item(inner).map(|l| Some(Item::Let(l))),
                 _ => {}
             }
         }
@@ -214,6 +300,9 @@ impl Builder {
         let first = inner.next().ok_or((span, "empty target".to_string()))?;
         if first.as_rule() == Rule::any_target {
             return Ok(TargetAst::Any(span));
+        }
+        if first.as_rule() == Rule::name_ref {
+            return Ok(TargetAst::Pattern(self.name_use(&first)));
         }
         let pattern = self.string(&first)?;
         match inner.next() {
@@ -339,6 +428,9 @@ impl Builder {
     /// A literal that is a list of strings: its strings, decoded; `None` if
     /// it is another value.
     fn string_list(&self, pair: &Pair<'_, Rule>) -> Option<Result<Vec<Spanned<String>>>> {
+        if pair.as_rule() == Rule::name_ref {
+            return Some(Ok(vec![self.name_use(pair)]));
+        }
         let inner = pair.clone().into_inner().next()?;
         if inner.as_rule() != Rule::list {
             return None;
@@ -513,7 +605,14 @@ impl Builder {
                 match word {
                     TestWord::In => Ok(Cond::In {
                         selector,
-                        list: Spanned::new(self.literal(&value)?, self.span(&value)),
+                        list: Spanned::new(
+                            if value.as_rule() == Rule::name_ref {
+                                Value::String(self.name_use(&value).node)
+                            } else {
+                                self.literal(&value)?
+                            },
+                            self.span(&value),
+                        ),
                         span,
                     }),
                     TestWord::Matches => Ok(Cond::Matches {
@@ -524,7 +623,7 @@ impl Builder {
                     TestWord::Inside | TestWord::Escapes => Ok(Cond::Path {
                         selector,
                         inside: word == TestWord::Inside,
-                        root: Spanned::new(self.string(&value)?, self.span(&value)),
+                        root: Spanned::new(self.string_or_name(&value)?, self.span(&value)),
                         span,
                     }),
                 }
@@ -541,14 +640,14 @@ impl Builder {
             match part.as_rule() {
                 Rule::kw_only => only = true,
                 Rule::kw_writes => writes = true,
-                Rule::string if writes => {
+                Rule::string | Rule::name_ref if writes => {
                     return Ok(Cond::Writes {
                         selector,
-                        root: Spanned::new(self.string(&part)?, self.span(&part)),
+                        root: Spanned::new(self.string_or_name(&part)?, self.span(&part)),
                         span,
                     });
                 }
-                Rule::literal => {
+                Rule::literal | Rule::name_ref => {
                     let list = self.span(&part);
                     let word = if only { "runs only" } else { "runs" };
                     let patterns = self.string_list(&part).ok_or_else(|| {

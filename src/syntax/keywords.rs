@@ -61,6 +61,8 @@ keywords! {
     Block {
         Policy => "policy",
         Tools => "tools",
+        /// `let NAME = VALUE`: a name for a value.
+        Let => "let",
     }
 }
 

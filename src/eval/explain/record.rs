@@ -363,7 +363,10 @@ impl Sink for Recorder<'_, '_> {
             .unwrap_or_default()
             .trim()
             .to_string();
-        let saw = self.saw(pred, facts);
+        let mut saw = self.saw(pred, facts);
+        for (name, value) in &pred.names {
+            saw.push_str(&format!("; `{name}` is {value}"));
+        }
         self.seen.clear();
         self.host = None;
         self.notes.push(Note {
