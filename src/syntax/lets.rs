@@ -203,19 +203,23 @@ impl Expander<'_> {
             LetValue::List(items) => items.iter().map(|i| i.node.len() + 1).sum(),
         };
         self.bytes = self.bytes.saturating_add(size);
-        let written = self
-            .source
-            .text
-            .get(found.value.span.start..found.value.span.end)
-            .unwrap_or_default();
+        // Shown as JSON, whatever the spacing it was written with.
+        let quote = |s: &str| Value::String(s.to_string()).to_string();
+        let shown = match &found.value.node {
+            LetValue::Str(s) => quote(s),
+            LetValue::List(items) => format!(
+                "[{}]",
+                items
+                    .iter()
+                    .map(|i| quote(&i.node))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
         self.values.push(NameValue {
             span: name.span,
             name: name.node.clone().into_boxed_str(),
-            value: written
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" ")
-                .into(),
+            value: shown.into_boxed_str(),
         });
         if self.bytes > MAX_EXPANDED_BYTES {
             self.too_large = true;

@@ -92,3 +92,105 @@ fn the_written_out_size_is_bounded() {
         "{diags:?}"
     );
 }
+
+/// `text` with every target, root and `in` list of strings given a name:
+/// `let vN = VALUE` lines first, each value written once.
+fn with_names(text: &str) -> String {
+    let source = SourceFile::new("g.mcppol", text);
+    let (file, diags) = parse(&source);
+    assert!(diags.is_empty(), "{diags:?}");
+    let mut spans: Vec<Span> = Vec::new();
+    let mut visit = |c: &Cond, spans: &mut Vec<Span>| match c {
+        Cond::Path { root, .. } => spans.push(root.span),
+        Cond::In { list, .. }
+            if list
+                .node
+                .as_array()
+                .is_some_and(|a| a.iter().all(Value::is_string)) =>
+        {
+            spans.push(list.span)
+        }
+        _ => {}
+    };
+    fn walk(c: &Cond, spans: &mut Vec<Span>, visit: &mut dyn FnMut(&Cond, &mut Vec<Span>)) {
+        match c {
+            Cond::Or(parts, _) | Cond::And(parts, _) => {
+                parts.iter().for_each(|p| walk(p, spans, visit))
+            }
+            Cond::Not(inner, _) => walk(inner, spans, visit),
+            other => visit(other, spans),
+        }
+    }
+    for policy in &file.policies {
+        for item in &policy.items {
+            if let Item::Rule(rule) = item {
+                for t in &rule.targets {
+                    if let TargetAst::Pattern(p) = t {
+                        spans.push(p.span);
+                    }
+                }
+                if let Some(clause) = &rule.condition {
+                    walk(&clause.condition, &mut spans, &mut visit);
+                }
+            }
+        }
+    }
+    spans.sort_by_key(|s| s.start);
+    let mut names: Vec<String> = Vec::new();
+    let mut out = String::new();
+    let mut at = 0;
+    for span in spans {
+        let value = text[span.start..span.end].trim_end();
+        let n = match names.iter().position(|v| v == value) {
+            Some(n) => n,
+            None => {
+                names.push(value.to_string());
+                names.len() - 1
+            }
+        };
+        out.push_str(&text[at..span.start]);
+        out.push_str(&format!("v{n}"));
+        at = span.start + value.len();
+    }
+    out.push_str(&text[at..]);
+    let lets: String = names
+        .iter()
+        .enumerate()
+        .map(|(n, v)| format!("let v{n} = {v}\n"))
+        .collect();
+    format!("{lets}{out}")
+}
+
+#[test]
+fn a_policy_with_names_decides_as_its_written_out_twin() {
+    use crate::test_util::gen;
+    for size in [8, 40, 120] {
+        let spec = gen::policy(size);
+        let text = spec.mcppol();
+        let named = with_names(&text);
+        assert!(named.contains("let v0 = "), "{named}");
+        if size == 120 {
+            // Names stand for targets, roots and lists alike.
+            assert!(
+                named.contains("inside v") || named.contains("escapes v"),
+                "{named}"
+            );
+            assert!(named.contains(" in v"), "{named}");
+        }
+        let plain = crate::PolicySet::from_text("plain.mcppol", &text)
+            .unwrap_or_else(|e| panic!("{}", e.render(false)));
+        let lets = crate::PolicySet::from_text("named.mcppol", &named)
+            .unwrap_or_else(|e| panic!("{}\n{named}", e.render(false)));
+        let (Some(plain), Some(lets)) = (plain.get(&spec.name), lets.get(&spec.name)) else {
+            panic!("no policy {}", spec.name)
+        };
+        for r in gen::candidates(&spec, 1500, size as u64) {
+            let taint = r.taint_refs();
+            let request = gen::mcppol_request(&r, &taint);
+            let (mut a, mut b) = (plain.decide(&request), lets.decide(&request));
+            a.line = None;
+            b.line = None;
+            assert_eq!(a.to_json(), b.to_json(), "{r:?}");
+        }
+    }
+}
