@@ -214,3 +214,29 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn the_longest_lines_are_read_quickly() {
+    // Each shape at the length bound: many commands, deep quoting, long
+    // words, many substitutions. Refused or read, each within a bound
+    // that keeps a hook call interactive (debug builds are ~10x slower).
+    let shapes = [
+        "ls|".repeat(MAX_LINE_BYTES / 3),
+        "a ".repeat(MAX_LINE_BYTES / 2),
+        format!("echo \"{}\"", "$(ls)".repeat(MAX_LINE_BYTES / 6)),
+        format!("echo {}", "'a'\"b\"".repeat(MAX_LINE_BYTES / 7)),
+        "((((((((".repeat(MAX_LINE_BYTES / 8),
+        "x=$(".repeat(MAX_LINE_BYTES / 4),
+    ];
+    for line in &shapes {
+        let line = &line[..line.len().min(MAX_LINE_BYTES)];
+        let started = std::time::Instant::now();
+        let _ = read(line);
+        let took = started.elapsed();
+        assert!(
+            took < std::time::Duration::from_secs(2),
+            "{took:?} for {:?}...",
+            &line[..20]
+        );
+    }
+}
