@@ -178,8 +178,10 @@ impl Sink for Recorder<'_, '_> {
             Effect::Ask => (Stage::Ask, true),
             Effect::Allow => (Stage::Allow, false),
         };
-        let targets = rule
-            .targets
+        // A `let` name that stands for several targets is written once.
+        let mut written: Vec<_> = rule.targets.iter().collect();
+        written.dedup_by_key(|t| t.span);
+        let targets = written
             .iter()
             .map(|t| t.text(&self.policy.source))
             .collect::<Vec<_>>()
