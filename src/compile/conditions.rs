@@ -6,10 +6,7 @@ use serde_json::Value;
 
 use super::Compiler;
 use crate::diagnostics::{did_you_mean, Diagnostic};
-use crate::policy::{
-    AnnotationKey, Cond, Operand, PathRoot, Pred, Quantifier, RootError, Step, Test,
-};
-use crate::shell::CommandPattern;
+use crate::policy::{AnnotationKey, Cond, Operand, Pred, Quantifier, Step, Test};
 use crate::syntax::keywords::{Predicate, Selector, TestWord};
 use crate::syntax::{self, CompareOp, Effect, SelectorAst, Span};
 
@@ -305,67 +302,6 @@ impl<'f> Compiler<'_, 'f> {
         }
     }
 
-    /// The root of `inside`, `escapes` or `writes inside`, canonical.
-    fn root(&mut self, root: &syntax::Spanned<String>) -> Option<PathRoot> {
-        match PathRoot::from_written(&root.node) {
-            Ok(r) => Some(r),
-            Err(why) => {
-                let help = match why {
-                    RootError::ClimbsOutOfCwd => {
-                        "name a folder at or below `$CWD`, such as \"$CWD/src\", or write an absolute path"
-                    }
-                    RootError::Path(_) => "write an absolute path such as \"/srv/sandbox\"",
-                };
-                self.push(
-                    Diagnostic::error(
-                        self.source,
-                        codes::COMPILE_BAD_ROOT,
-                        root.span,
-                        format!("`{}` cannot be a root: {why}", root.node.escape_debug()),
-                    )
-                    .with_label("bad root")
-                    .with_help(help),
-                );
-                None
-            }
-        }
-    }
-
-    /// `runs [only] [...]`: each pattern read.
-    fn runs(
-        &mut self,
-        selector: &SelectorAst,
-        only: bool,
-        patterns: &[syntax::Spanned<String>],
-    ) -> Option<Test> {
-        let word = if only { "runs only" } else { "runs" };
-        let operand = self.value_operand(selector, word);
-        let mut compiled = Vec::with_capacity(patterns.len());
-        for pattern in patterns {
-            match CommandPattern::parse(&pattern.node) {
-                Ok(p) => compiled.push(p),
-                Err(why) => self.push(
-                    Diagnostic::error(
-                        self.source,
-                        codes::COMPILE_BAD_TEST,
-                        pattern.span,
-                        format!("`{}` cannot be a command pattern: {why}", pattern.node.escape_debug()),
-                    )
-                    .with_label("bad pattern")
-                    .with_help("write the command's words separated by spaces, `*` alone for any further words: \"git diff *\""),
-                ),
-            }
-        }
-        if compiled.len() != patterns.len() {
-            return None;
-        }
-        Some(Test::Runs {
-            operand: operand?,
-            only,
-            patterns: compiled.into_boxed_slice(),
-        })
-    }
-
     /// A test word with a value of a form it does not take:
     /// `args.path inside ["/srv", "/tmp"]`, `args.cmd matches "rm -rf"`.
     fn misused_test(
@@ -437,7 +373,7 @@ impl<'f> Compiler<'_, 'f> {
     }
 
     /// A selector that must give a value (not a host predicate).
-    fn value_operand(&mut self, selector: &SelectorAst, test: &str) -> Option<Operand> {
+    pub(super) fn value_operand(&mut self, selector: &SelectorAst, test: &str) -> Option<Operand> {
         match self.selector(selector)? {
             Resolved::Operand(op) => Some(op),
             Resolved::Host(name, span) => {

@@ -4,6 +4,7 @@
 mod conditions;
 mod settings;
 mod targets;
+mod values;
 
 use crate::diagnostics::codes;
 use std::collections::HashMap;

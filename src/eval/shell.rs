@@ -73,3 +73,34 @@ pub(super) fn writes_inside(line: &str, root: &str, cwd: Option<&str>, links: Li
     }
     result
 }
+
+/// What the shell reader made of a command line, for `explain`.
+pub(crate) fn summary(line: &str) -> String {
+    match crate::shell::read(line) {
+        Err(why) => format!("the line cannot be seen through ({why}): the test fails closed"),
+        Ok(read) => {
+            let commands: Vec<String> = read
+                .commands
+                .iter()
+                .map(|c| {
+                    let words: Vec<&str> = c
+                        .words
+                        .iter()
+                        .map(|w| w.plain().unwrap_or("<unknown>"))
+                        .collect();
+                    format!("`{}`", words.join(" "))
+                })
+                .collect();
+            let writes: Vec<&str> = read
+                .writes
+                .iter()
+                .map(|w| w.plain().unwrap_or("<unknown>"))
+                .collect();
+            let mut out = format!("read as the commands [{}]", commands.join(", "));
+            if !writes.is_empty() {
+                out.push_str(&format!(", writing [{}]", writes.join(", ")));
+            }
+            out
+        }
+    }
+}

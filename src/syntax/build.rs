@@ -60,6 +60,9 @@ pub(super) struct Builder {
 
 type Result<T> = std::result::Result<T, BuildError>;
 
+// `let` and the shell tests, built in a file of their own.
+mod names;
+
 impl Builder {
     /// A builder for text that starts at `base` in the file.
     pub fn at(base: usize) -> Self {
@@ -74,76 +77,6 @@ impl Builder {
         std::mem::take(&mut *self.names.borrow_mut())
     }
 
-    /// A `let` name where a value goes: the name, its place recorded.
-    fn name_use(&self, pair: &Pair<'_, Rule>) -> Spanned<String> {
-        let named = self.spanned_str(pair);
-        self.names.borrow_mut().push(named.span);
-        named
-    }
-
-    /// A string, or a `let` name standing for one.
-    fn string_or_name(&self, pair: &Pair<'_, Rule>) -> Result<String> {
-        if pair.as_rule() == Rule::name_ref {
-            return Ok(self.name_use(pair).node);
-        }
-        self.string(pair)
-    }
-
-    /// `let NAME = VALUE`: the value a string or a list of strings.
-    pub fn let_item(&self, pair: Pair<'_, Rule>) -> Result<LetAst> {
-        let span = self.span(&pair);
-        let mut name = None;
-        let mut value = None;
-        for inner in pair.into_inner() {
-            match inner.as_rule() {
-                Rule::ident => name = Some(self.spanned_str(&inner)),
-                Rule::literal => {
-                    let value_span = self.span(&inner);
-                    let first = inner.clone().into_inner().next();
-                    let read = match first.as_ref().map(Pair::as_rule) {
-                        Some(Rule::string) => match &first {
-                            Some(s) => Some(LetValue::Str(self.string(s)?)),
-                            None => None,
-                        },
-                        _ => self.string_list(&inner).transpose()?.map(LetValue::List),
-                    };
-                    let read = read.ok_or_else(|| {
-                        BuildError::new(
-                            codes::PARSE_BAD_LET,
-                            value_span,
-                            "a `let` names a string or a list of strings".to_string(),
-                            "write `let NAME = \"text\"` or `let NAME = [\"a\", \"b\"]`",
-                        )
-                        .label("not a string or a list of strings")
-                    })?;
-                    value = Some(Spanned::new(read, value_span));
-                }
-                _ => {}
-            }
-        }
-        let (Some(name), Some(value)) = (name, value) else {
-            return Err((span, "a `let` needs a name and a value".to_string()).into());
-        };
-        // A name must be usable where a value goes: not a word of the
-        // language.
-        let usable = <super::Grammar as pest::Parser<Rule>>::parse(Rule::name_ref, &name.node)
-            .ok()
-            .and_then(|mut p| p.next())
-            .is_some_and(|p| p.as_str().len() == name.node.len());
-        if !usable {
-            return Err(BuildError::new(
-                codes::PARSE_BAD_LET,
-                name.span,
-                format!(
-                    "`{}` is a word of the language and cannot name a value",
-                    name.node
-                ),
-                format!("choose another name, such as `my_{}`", name.node),
-            )
-            .label("a keyword"));
-        }
-        Ok(LetAst { name, value, span })
-    }
     pub fn span(&self, pair: &Pair<'_, Rule>) -> Span {
         let s = pair.as_span();
         Span::new(self.base + s.start(), self.base + s.end())
@@ -630,49 +563,6 @@ impl Builder {
             }
             _ => Err((span, "incomplete test".to_string()).into()),
         }
-    }
-
-    /// `runs [only] [...]` or `writes inside "ROOT"` after `selector`.
-    fn shell_test(&self, selector: SelectorAst, test: Pair<'_, Rule>, span: Span) -> Result<Cond> {
-        let mut only = false;
-        let mut writes = false;
-        for part in test.into_inner() {
-            match part.as_rule() {
-                Rule::kw_only => only = true,
-                Rule::kw_writes => writes = true,
-                Rule::string | Rule::name_ref if writes => {
-                    return Ok(Cond::Writes {
-                        selector,
-                        root: Spanned::new(self.string_or_name(&part)?, self.span(&part)),
-                        span,
-                    });
-                }
-                Rule::literal | Rule::name_ref => {
-                    let list = self.span(&part);
-                    let word = if only { "runs only" } else { "runs" };
-                    let patterns = self.string_list(&part).ok_or_else(|| {
-                        BuildError::new(
-                            codes::PARSE_SYNTAX,
-                            list,
-                            format!("`{word}` takes a list of command patterns"),
-                            format!(
-                                "write the patterns as strings in brackets: `{word} [\"git status\", \"git diff *\"]`"
-                            ),
-                        )
-                        .label("not a list of strings")
-                    })??;
-                    return Ok(Cond::Runs {
-                        selector,
-                        only,
-                        patterns,
-                        list,
-                        span,
-                    });
-                }
-                _ => {}
-            }
-        }
-        Err((span, "incomplete test".to_string()).into())
     }
 
     fn selector(&self, pair: Pair<'_, Rule>) -> Result<SelectorAst> {

@@ -448,7 +448,7 @@ impl Recorder<'_, '_> {
                 match self.seen.as_slice() {
                     [Seen::Value {
                         text: Some(line), ..
-                    }] => format!("{base}; {}", shell_summary(line)),
+                    }] => format!("{base}; {}", crate::eval::shell::summary(line)),
                     _ => base,
                 }
             }
@@ -637,36 +637,5 @@ fn short(v: &Value) -> String {
         format!("{cut}… (cut: {} bytes in all)", s.len())
     } else {
         s
-    }
-}
-
-/// What the shell reader made of a command line, for `explain`.
-fn shell_summary(line: &str) -> String {
-    match crate::shell::read(line) {
-        Err(why) => format!("the line cannot be seen through ({why}): the test fails closed"),
-        Ok(read) => {
-            let commands: Vec<String> = read
-                .commands
-                .iter()
-                .map(|c| {
-                    let words: Vec<&str> = c
-                        .words
-                        .iter()
-                        .map(|w| w.plain().unwrap_or("<unknown>"))
-                        .collect();
-                    format!("`{}`", words.join(" "))
-                })
-                .collect();
-            let writes: Vec<&str> = read
-                .writes
-                .iter()
-                .map(|w| w.plain().unwrap_or("<unknown>"))
-                .collect();
-            let mut out = format!("read as the commands [{}]", commands.join(", "));
-            if !writes.is_empty() {
-                out.push_str(&format!(", writing [{}]", writes.join(", ")));
-            }
-            out
-        }
     }
 }
