@@ -347,7 +347,7 @@ impl Reader {
                     )
                     .map_err(|_| Opaque::new("a here-document the parser cannot read"))?;
                     let mut text = String::new();
-                    self.pieces(&pieces, true, &mut text, depth)?;
+                    self.pieces(&doc.doc.value, &pieces, true, &mut text, depth)?;
                 }
                 Ok(())
             }

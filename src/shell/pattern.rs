@@ -74,7 +74,7 @@ impl CommandPattern {
 
     /// Whether the words line up with the pattern. An unknown word is
     /// taken up only by a `*` word, or, with `unknown_as_any`, stands for
-    /// any number of words itself.
+    /// any number of words itself (one word, when it is known to be one).
     fn align(&self, words: &[Word], loose: bool, unknown_as_any: bool) -> bool {
         let (n, m) = (words.len(), self.words.len());
         let width = m + 1;
@@ -105,6 +105,10 @@ impl CommandPattern {
                     if j < m {
                         stack.push((i, j + 1));
                     }
+                }
+                // One word, whatever its text: it may be any one pattern word.
+                (Some(Word::OneUnknown), Some(PatternWord::Glob(_))) if unknown_as_any => {
+                    stack.push((i + 1, j + 1));
                 }
                 (Some(Word::Plain(w)), Some(PatternWord::Glob(p)))
                     if word_matches(w, p, i == 0 && loose, loose) =>
@@ -196,6 +200,8 @@ mod tests {
             .map(|w| {
                 if w == "$X" {
                     Word::Unknown
+                } else if w == "\"$X\"" {
+                    Word::OneUnknown
                 } else {
                     Word::Plain(w.to_string())
                 }
@@ -244,6 +250,15 @@ mod tests {
         assert_eq!(output.matches(&words("git diff $X"), true), None);
         assert_eq!(output.matches(&words("git diff --stat"), true), Some(false));
         assert_eq!(pattern("ls").matches(&words("ls $X"), false), None);
+        // A quoted variable is one word: it cannot be both `push` and `main`.
+        let push = pattern("git * push * main *");
+        assert_eq!(push.matches(&words("git diff $X"), true), None);
+        assert_eq!(push.matches(&words("git diff \"$X\""), true), Some(false));
+        assert_eq!(output.matches(&words("git diff \"$X\""), true), None);
+        assert_eq!(
+            pattern("ls").matches(&words("ls \"$X\""), false),
+            Some(false)
+        );
     }
 
     #[test]

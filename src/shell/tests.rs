@@ -59,6 +59,17 @@ fn expanding_words_are_unknown() {
     assert_eq!(commands("ls $HOME"), ["ls ?"]);
     assert_eq!(commands("ls \"*\""), ["ls *"]);
     assert_eq!(commands("echo $'\\x72m'"), ["echo ?"]);
+    let read = read_line("ls $(id); echo \"$X\" $Y \"$@\" \"$(id)\"");
+    assert_eq!(
+        read.commands[3].words,
+        [
+            Word::Plain("echo".into()),
+            Word::OneUnknown,
+            Word::Unknown,
+            Word::Unknown,
+            Word::OneUnknown
+        ]
+    );
 }
 
 #[test]
@@ -80,6 +91,8 @@ fn what_cannot_be_seen_through_is_opaque() {
         "[[ $(rm -rf /) ]]",
         "(( x = $(rm -rf /) ))",
         "echo ${X:-$(rm -rf /)}",
+        "echo \"a ${X:-$(rm -rf /)}\"",
+        "echo \"a $(( $(rm -rf /) ))\"",
         "ls 'unclosed",
         "ls )",
         "alias ls='rm -rf /'",

@@ -11,9 +11,13 @@ use super::{Opaque, Reader};
 pub enum Word {
     /// Its text is fixed: quotes removed, escapes applied.
     Plain(String),
-    /// Its text depends on the run: a variable, a substitution, a glob, a
-    /// brace expansion, an ANSI-C quoted string.
+    /// Its text depends on the run and it may become any number of words
+    /// (none too): an unquoted variable or substitution, a glob, a brace
+    /// expansion.
     Unknown,
+    /// One word whose text depends on the run: a variable or substitution
+    /// in double quotes (`"$X"`), an ANSI-C quoted string.
+    OneUnknown,
 }
 
 impl Word {
@@ -21,9 +25,20 @@ impl Word {
     pub fn plain(&self) -> Option<&str> {
         match self {
             Word::Plain(s) => Some(s),
-            Word::Unknown => None,
+            Word::Unknown | Word::OneUnknown => None,
         }
     }
+}
+
+/// How much of a word is known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Shape {
+    /// All of it.
+    Known,
+    /// That it is one word, not its text.
+    One,
+    /// Nothing: it may become any number of words.
+    Many,
 }
 
 /// Whether unquoted text would be expanded by the shell (globs, brace
@@ -40,36 +55,45 @@ impl Reader {
         let pieces = brush_parser::word::parse(raw, &ParserOptions::default())
             .map_err(|_| Opaque::new("a word the parser cannot read"))?;
         let mut text = String::new();
-        let known = self.pieces(&pieces, false, &mut text, depth)?;
-        Ok(if known {
-            Word::Plain(text)
-        } else {
-            Word::Unknown
+        Ok(match self.pieces(raw, &pieces, false, &mut text, depth)? {
+            Shape::Known => Word::Plain(text),
+            Shape::One => Word::OneUnknown,
+            Shape::Many => Word::Unknown,
         })
     }
 
-    /// Appends the value of `pieces` to `out`; false when some piece's
-    /// value is not fixed. Substitutions are read as commands either way.
+    /// Appends the value of `pieces` to `out`, and says how much of it is
+    /// known. Substitutions are read as commands either way.
     pub(super) fn pieces(
         &mut self,
+        raw: &str,
         pieces: &[WordPieceWithSource],
         quoted: bool,
         out: &mut String,
         depth: usize,
-    ) -> Result<bool, Opaque> {
-        let mut known = true;
+    ) -> Result<Shape, Opaque> {
+        let mut known = Shape::Known;
+        // An expansion in double quotes stays one word (but `"$@"` and
+        // `"${a[@]}"` become as many words as there are values).
+        let expanded = |source: &str| {
+            if quoted && !source.contains('@') {
+                Shape::One
+            } else {
+                Shape::Many
+            }
+        };
         for piece in pieces {
             match &piece.piece {
                 WordPiece::Text(s) => {
                     if !quoted && expands(s) {
-                        known = false;
+                        known = known.max(Shape::Many);
                     }
                     out.push_str(s);
                 }
                 WordPiece::SingleQuotedText(s) => out.push_str(s),
                 WordPiece::DoubleQuotedSequence(inner)
                 | WordPiece::GettextDoubleQuotedSequence(inner) => {
-                    known &= self.pieces(inner, true, out, depth)?;
+                    known = known.max(self.pieces(raw, inner, true, out, depth)?);
                 }
                 WordPiece::EscapeSequence(s) => {
                     let escaped = s.strip_prefix('\\').unwrap_or(s);
@@ -90,40 +114,28 @@ impl Reader {
                     match tilde {
                         TildeExpr::Home => {}
                         TildeExpr::UserHome(user) => out.push_str(user),
-                        _ => known = false,
+                        _ => known = known.max(Shape::One),
                     }
                 }
-                WordPiece::CommandSubstitution(inner) => {
+                WordPiece::CommandSubstitution(inner)
+                | WordPiece::BackquotedCommandSubstitution(inner) => {
                     self.nested(inner, depth)?;
-                    known = false;
-                }
-                WordPiece::BackquotedCommandSubstitution(inner) => {
-                    self.nested(inner, depth)?;
-                    known = false;
+                    known = known.max(expanded(""));
                 }
                 WordPiece::ParameterExpansion(_) | WordPiece::ArithmeticExpression(_) => {
                     // `${X:-$(cmd)}` and `$(( $(cmd) ))` run commands the
                     // parser keeps as text: refused rather than half read.
-                    let source = &piece_source(piece);
+                    let source = raw.get(piece.start_index..piece.end_index).unwrap_or(raw);
                     if source.contains("$(") || source.contains('`') || source.contains("<(") {
                         return Err(Opaque::new(
                             "a command substitution inside a parameter or arithmetic expansion",
                         ));
                     }
-                    known = false;
+                    known = known.max(expanded(source));
                 }
-                WordPiece::AnsiCQuotedText(_) => known = false,
+                WordPiece::AnsiCQuotedText(_) => known = known.max(Shape::One),
             }
         }
         Ok(known)
-    }
-}
-
-/// A piece's text as the parser kept it, for the checks that need it.
-fn piece_source(piece: &WordPieceWithSource) -> String {
-    match &piece.piece {
-        WordPiece::ParameterExpansion(expr) => format!("{expr:?}"),
-        WordPiece::ArithmeticExpression(expr) => expr.value.clone(),
-        _ => String::new(),
     }
 }
