@@ -9,7 +9,7 @@ seconds=${1:-600}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(parse_compile fmt_parse fmt decide_explain decide jsonrpc canonical_json paths claude_hook proxy)
+  targets=(parse_compile fmt_parse fmt decide_explain decide jsonrpc canonical_json paths shell claude_hook proxy)
 fi
 [ -d corpus ] || ./seed.sh
 mkdir -p logs

@@ -18,7 +18,7 @@ seed_text() { # TARGET TEXT
   printf '%s' "$2" >"$corpus/$1/$name"
 }
 
-for t in parse_compile decide decide_explain paths uri canonical_json fmt fmt_parse jsonrpc claude_hook proxy; do
+for t in parse_compile decide decide_explain paths uri shell canonical_json fmt fmt_parse jsonrpc claude_hook proxy; do
   mkdir -p "$corpus/$t"
 done
 
@@ -51,6 +51,12 @@ for u in 'file:///srv/sandbox/.	./secret.txt' 'file://localhost/etc/passwd' 'fil
   'file:////etc/passwd' ' file:///etc/passwd' 'file:///e	tc/passwd' 'eXAMPLE://a/./b/../b/%63/%7bfoo%7d' \
   'file:///home/dev/project/%2E%2E/secret' 'docs/../readme.md' 'https://h:443/a?b#c'; do
   seed_text uri "$(printf '%b' "$u")"
+done
+
+# Shell command lines: the tricks of issue 28.
+for c in 'ls\nfind ~ -delete' '"rm" -rf /' 'git diff --output=/tmp/x' 'ls $(rm -rf /)' 'ls `id`' \
+  'echo x > /etc/motd 2>&1' 'bash <<EOF\nrm -rf /\nEOF' 'f() { rm -rf /; }; f' 'echo "${X:-$(id)}"'; do
+  seed_text shell "$(printf '%b' "$c")"
 done
 
 # JSON: the tool listings and lock files, and a few odd values.

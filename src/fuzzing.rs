@@ -22,6 +22,15 @@ pub use crate::paths::{
 };
 pub use crate::uri::{normalize as normalize_uri, UriError};
 
+/// A shell command line read into its simple commands: the number of
+/// commands and written files, or why it cannot be seen through (the
+/// `runs`, `runs only` and `writes inside` tests fail on it).
+pub fn read_command_line(line: &str) -> Result<(usize, usize), String> {
+    crate::shell::read(line)
+        .map(|read| (read.commands.len(), read.writes.len()))
+        .map_err(|why| why.to_string())
+}
+
 /// MCP's wire format (line framing, JSON-RPC messages), not API elsewhere.
 #[cfg(feature = "pipeline")]
 pub mod mcp {

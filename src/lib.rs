@@ -85,6 +85,7 @@ mod protected;
 mod proxy;
 #[cfg(feature = "pipeline")]
 pub mod servers;
+mod shell;
 #[cfg(feature = "store")]
 mod store;
 mod syntax;

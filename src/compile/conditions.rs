@@ -6,9 +6,7 @@ use serde_json::Value;
 
 use super::Compiler;
 use crate::diagnostics::{did_you_mean, Diagnostic};
-use crate::policy::{
-    AnnotationKey, Cond, Operand, PathRoot, Pred, Quantifier, RootError, Step, Test,
-};
+use crate::policy::{AnnotationKey, Cond, Operand, Pred, Quantifier, Step, Test};
 use crate::syntax::keywords::{Predicate, Selector, TestWord};
 use crate::syntax::{self, CompareOp, Effect, SelectorAst, Span};
 
@@ -66,12 +64,21 @@ impl<'f> Compiler<'_, 'f> {
                 let quantifier = match test {
                     Test::Inside { .. } => Quantifier::All,
                     Test::Escapes { .. } => Quantifier::Any,
+                    Test::WritesInside { .. } => Quantifier::All,
                     _ => at.quantifier(),
                 };
+                let span = ast.span();
+                let names = self
+                    .name_values
+                    .iter()
+                    .filter(|n| n.span.start >= span.start && n.span.end <= span.end)
+                    .map(|n| (n.name.clone(), n.value.clone()))
+                    .collect();
                 Some(Cond::Pred(Box::new(Pred {
                     test,
                     quantifier,
-                    span: ast.span(),
+                    span,
+                    names,
                 })))
             }
         }
@@ -243,33 +250,26 @@ impl<'f> Compiler<'_, 'f> {
                     TestWord::Escapes
                 };
                 let operand = self.value_operand(selector, word.as_str());
-                let canonical = match PathRoot::from_written(&root.node) {
-                    Ok(r) => Some(r),
-                    Err(why) => {
-                        let help = match why {
-                            RootError::ClimbsOutOfCwd => {
-                                "name a folder at or below `$CWD`, such as \"$CWD/src\", or write an absolute path"
-                            }
-                            RootError::Path(_) => "write an absolute path such as \"/srv/sandbox\"",
-                        };
-                        self.push(
-                            Diagnostic::error(
-                                self.source,
-                                codes::COMPILE_BAD_ROOT,
-                                root.span,
-                                format!("`{}` cannot be a root: {why}", root.node.escape_debug()),
-                            )
-                            .with_label("bad root")
-                            .with_help(help),
-                        );
-                        None
-                    }
-                };
+                let canonical = self.root(root);
                 let (operand, root) = (operand?, canonical?);
                 Some(if *inside {
                     Test::Inside { operand, root }
                 } else {
                     Test::Escapes { operand, root }
+                })
+            }
+            syntax::Cond::Runs {
+                selector,
+                only,
+                patterns,
+                ..
+            } => self.runs(selector, *only, patterns),
+            syntax::Cond::Writes { selector, root, .. } => {
+                let operand = self.value_operand(selector, "writes inside");
+                let root = self.root(root);
+                Some(Test::WritesInside {
+                    operand: operand?,
+                    root: root?,
                 })
             }
             syntax::Cond::UnknownTest {
@@ -373,7 +373,7 @@ impl<'f> Compiler<'_, 'f> {
     }
 
     /// A selector that must give a value (not a host predicate).
-    fn value_operand(&mut self, selector: &SelectorAst, test: &str) -> Option<Operand> {
+    pub(super) fn value_operand(&mut self, selector: &SelectorAst, test: &str) -> Option<Operand> {
         match self.selector(selector)? {
             Resolved::Operand(op) => Some(op),
             Resolved::Host(name, span) => {

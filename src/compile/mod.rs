@@ -4,6 +4,7 @@
 mod conditions;
 mod settings;
 mod targets;
+mod values;
 
 use crate::diagnostics::codes;
 use std::collections::HashMap;
@@ -58,8 +59,17 @@ pub fn compile(
         regexes: HashMap::new(),
         regex_bytes: 0,
         segments: BuildMap::default(),
+        name_values: Vec::new(),
     };
     let mut policies: Vec<Arc<Policy>> = Vec::new();
+    // The file as written out: every `let` name replaced by its value.
+    let (expanded, name_errors, name_values) = syntax::lets::expand(file, source);
+    compiler.name_values = name_values;
+    if !name_errors.is_empty() {
+        compiler.diagnostics.extend(name_errors);
+        return (policies, compiler.diagnostics);
+    }
+    let file = &expanded;
     if let Some(span) = rule_past_the_limit(file) {
         compiler.push(
             Diagnostic::error(
@@ -121,6 +131,8 @@ pub(crate) struct Compiler<'a, 'f> {
     /// syntax tree: each distinct one is folded and made a glob once, and
     /// every target that writes it shares that glob.
     segments: BuildMap<&'f str, targets::Segment>,
+    /// Where `let` names stand and their values, for `explain`.
+    name_values: Vec<syntax::lets::NameValue>,
 }
 
 impl<'f> Compiler<'_, 'f> {
@@ -174,6 +186,8 @@ impl<'f> Compiler<'_, 'f> {
         let mut named: HashMap<&str, Span> = HashMap::new();
         for item in &ast.items {
             match item {
+                // Names are replaced by their values before compiling.
+                Item::Let(_) => {}
                 Item::Tools(block) => {
                     if let Some(first) = &visibility {
                         let (line, _) = self.source.line_col(first.span.start);

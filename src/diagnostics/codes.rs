@@ -47,6 +47,10 @@ codes! {
         "the text does not follow the grammar at this place; a string left open is named as such, at the quote that opened it",
         fix: "write what the message expects; docs/language.md has the grammar"
     }
+    PARSE_BAD_LET = "mcppol::parse::bad_let" {
+        "a `let` names something other than a string or a list of strings",
+        fix: "write `let NAME = \"text\"` or `let NAME = [\"a\", \"b\"]`"
+    }
     PARSE_UNCLOSED = "mcppol::parse::unclosed" {
         "a `policy` or `tools` block is never closed",
         fix: "add a `}` after its last entry"
@@ -87,6 +91,22 @@ codes! {
     COMPILE_DUPLICATE_POLICY = "mcppol::compile::duplicate_policy" {
         "two policies of one file have the same name",
         fix: "rename or merge one of them"
+    }
+    COMPILE_DUPLICATE_NAME = "mcppol::compile::duplicate_name" {
+        "a `let` name is defined twice in a policy, or a policy's `let` reuses a name of its file",
+        fix: "rename one of them"
+    }
+    COMPILE_UNKNOWN_NAME = "mcppol::compile::unknown_name" {
+        "a word where a value goes names no `let` of the policy or its file",
+        fix: "define it with `let NAME = ...`, or write the value in quotes (the message suggests the nearest name)"
+    }
+    COMPILE_LIST_FOR_STRING = "mcppol::compile::list_for_string" {
+        "a `let` that names a list stands where one string goes (a root, `writes inside`)",
+        fix: "name a string there, or write one test per value joined with `or`/`and`"
+    }
+    COMPILE_NAMES_TOO_LARGE = "mcppol::compile::names_too_large" {
+        "a file has more than 1024 `let`s, or its names written out would exceed 8 MiB",
+        fix: "use fewer or shorter names; split the policies over several files"
     }
     COMPILE_DUPLICATE_TOOLS_BLOCK = "mcppol::compile::duplicate_tools_block" {
         "a policy has a second `tools {}` block",

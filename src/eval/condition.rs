@@ -578,6 +578,30 @@ fn eval_selected<S: Sink>(pred: &Pred, facts: &Facts<'_>, sink: &mut S) -> Tri {
                     .into()
             })
         }
+        Test::Runs {
+            operand,
+            only,
+            patterns,
+        } => {
+            // Where a match narrows access, the loose readings (a command
+            // by its path's last segment, flags within a cluster) apply.
+            let loose = q == Quantifier::Any;
+            quantify(facts, operand, q, true, OnMissing::NoMatch, sink, |leaf| {
+                leaf.as_str().map_or(Tri::Failed, |s| {
+                    super::shell::runs(s, patterns, *only, loose)
+                })
+            })
+        }
+        Test::WritesInside { operand, root } => {
+            let Some(root) = root.resolve(facts.request.cwd) else {
+                return Tri::Failed;
+            };
+            quantify(facts, operand, q, true, OnMissing::NoMatch, sink, |leaf| {
+                leaf.as_str().map_or(Tri::Failed, |s| {
+                    super::shell::writes_inside(s, &root, facts.cwd(), facts.links)
+                })
+            })
+        }
         Test::Escapes { operand, root } => {
             let Some(root) = root.resolve(facts.request.cwd) else {
                 return Tri::Failed;

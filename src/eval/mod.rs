@@ -7,6 +7,7 @@ pub mod explain;
 pub(crate) mod outcomes;
 #[cfg(feature = "cli")]
 pub mod owned;
+pub(crate) mod shell;
 pub(crate) mod sink;
 
 use std::borrow::Cow;

@@ -71,7 +71,9 @@ fn pred_reads(pred: &Pred, out: &mut BTreeSet<String>) {
         | Test::In { operand, .. }
         | Test::Matches { operand, .. }
         | Test::Inside { operand, .. }
-        | Test::Escapes { operand, .. } => operand,
+        | Test::Escapes { operand, .. }
+        | Test::Runs { operand, .. }
+        | Test::WritesInside { operand, .. } => operand,
     };
     match operand {
         Operand::Args(steps) => out.insert(selector("args", steps)),

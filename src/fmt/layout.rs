@@ -18,10 +18,37 @@ impl<'a> Fmt<'a> {
             leading: Vec::new(),
             trailing: None,
         };
+        // The file's own `let`s and its policies, in text order.
+        let mut lets = file.lets.iter().peekable();
         for policy in &file.policies {
+            while let Some(l) = lets.next_if(|l| l.span.start < policy.span.start) {
+                nodes.push(node(
+                    l.span.start,
+                    self.trim_end(l.span),
+                    0,
+                    vec![self.let_line(l)],
+                ));
+            }
             self.policy(policy, &mut nodes, &node);
         }
+        for l in lets {
+            nodes.push(node(
+                l.span.start,
+                self.trim_end(l.span),
+                0,
+                vec![self.let_line(l)],
+            ));
+        }
         nodes
+    }
+
+    /// `let NAME = VALUE`, the value's spacing normalized.
+    fn let_line(&self, l: &syntax::LetAst) -> String {
+        format!(
+            "let {} = {}",
+            l.name.node,
+            super::comments::normalize_literal(self.slice(l.value.span))
+        )
     }
 
     fn policy(
@@ -41,6 +68,10 @@ impl<'a> Fmt<'a> {
         nodes.push(open);
         for item in &policy.items {
             match item {
+                Item::Let(l) => {
+                    let lines = vec![format!("{INDENT}{}", self.let_line(l))];
+                    nodes.push(node(l.span.start, self.trim_end(l.span), 1, lines));
+                }
                 Item::Setting(s) => {
                     let values: Vec<&str> = s.values.iter().map(|v| self.slice(v.span)).collect();
                     let lines = vec![format!("{INDENT}{} {}", s.name.node, values.join(", "))];

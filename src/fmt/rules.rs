@@ -1,7 +1,9 @@
 //! The text of one item: targets, conditions (wrapped to the width) and
 //! whole rules.
 
-use crate::syntax::keywords::{Clause, KindWord, Logic, Predicate, TaintedArg, TestWord};
+use crate::syntax::keywords::{
+    Clause, KindWord, Logic, Predicate, ShellWord, TaintedArg, TestWord,
+};
 use crate::syntax::{Cond, RuleAst, Span, TargetAst, TargetKind};
 
 use super::comments::{collapse_blanks, normalize_literal};
@@ -121,6 +123,29 @@ impl<'a> Fmt<'a> {
                 } else {
                     TestWord::Escapes
                 },
+                self.slice(root.span)
+            ),
+            Cond::Runs {
+                selector,
+                only,
+                list,
+                ..
+            } => format!(
+                "{} {}{} {}",
+                self.slice(selector.span),
+                ShellWord::Runs,
+                if *only {
+                    format!(" {}", ShellWord::Only)
+                } else {
+                    String::new()
+                },
+                normalize_literal(self.slice(*list))
+            ),
+            Cond::Writes { selector, root, .. } => format!(
+                "{} {} {} {}",
+                self.slice(selector.span),
+                ShellWord::Writes,
+                TestWord::Inside,
                 self.slice(root.span)
             ),
             // A form only kept to be reported (the compiler refuses it, so

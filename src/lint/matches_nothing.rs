@@ -27,7 +27,7 @@ pub(super) fn check(cx: &mut Ctx<'_>) {
                     }
                 }
             }
-            Item::Setting(_) => {}
+            Item::Setting(_) | Item::Let(_) => {}
         }
     }
     for (span, why) in found {

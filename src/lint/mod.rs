@@ -32,6 +32,7 @@ mod trust_all;
 mod unknown_tool;
 mod unmatched_tools_entry;
 mod untrusted_annotation;
+mod unused_let;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -88,6 +89,7 @@ lints! {
     PATH_NOT_STRING = "path_not_string": "a path test on an argument that is not a string";
     MISSED_PATH_ARGUMENT = "missed_path_argument": "a deny or ask rule that tests a path argument its tools take under other names";
     UNMATCHED_TOOLS_ENTRY = "unmatched_tools_entry": "a `tools {}` pattern that no tool of its listed server meets: an exclude that hides nothing, an include that shows nothing";
+    UNUSED_LET = "unused_let": "a `let` whose name nothing uses";
     UNKNOWN_LINT = "unknown_lint": "`# mcppol: allow(...)` names a lint that does not exist";
     BAD_DIRECTIVE = "bad_directive": "a `# mcppol:` comment that cannot be read";
     UNUSED_ALLOW = "unused_allow": "`# mcppol: allow(...)` names a lint that nothing there raises";
@@ -121,6 +123,8 @@ pub fn lint(
 ) -> Vec<Diagnostic> {
     let mut directives = silence::Directives::read(file, source);
     let mut out = directives.diagnostics.clone();
+    let used = unused_let::used_names(file, &source.text);
+    out.extend(unused_let::check_file(file, source, &used));
     for ast in &file.policies {
         let Some(policy) = policies
             .iter()
@@ -142,6 +146,7 @@ pub fn lint(
         trust_all::check(&mut cx);
         ask_without_approver::check(&mut cx);
         untrusted_annotation::check(&mut cx);
+        unused_let::check(&mut cx, &used);
         if cx.tools.is_some() {
             unknown_tool::check(&mut cx);
             schema::check(&mut cx);
@@ -319,7 +324,9 @@ pub fn check_text(
         .iter()
         .any(|d| d.severity == crate::Severity::Error)
     {
-        diagnostics.extend(lint(&file, &policies, &source, options));
+        // The checker reads the file as written out, names replaced.
+        let (expanded, ..) = syntax::lets::expand(&file, &source);
+        diagnostics.extend(lint(&expanded, &policies, &source, options));
     }
     diagnostics.sort_by_key(|d| d.span.start);
     diagnostics

@@ -14,7 +14,7 @@ pub(super) fn check(cx: &mut Ctx<'_>) {
     let mut found = Vec::new();
     for rule in &cx.rules {
         each_rule_test(rule.ast, &mut |cond, _| {
-            if let Cond::Path { root, .. } = cond {
+            if let Cond::Path { root, .. } | Cond::Writes { root, .. } = cond {
                 let cwd = PathRoot::from_written(&root.node).is_ok_and(|r| r.is_cwd());
                 if !root.node.starts_with('/') && !cwd {
                     found.push((root.span, root.node.clone()));

@@ -33,6 +33,9 @@ pub struct Pred {
     pub test: Test,
     pub quantifier: Quantifier,
     pub span: Span,
+    /// The `let` names written in the predicate and the values they stand
+    /// for, as written: what `explain` shows beside the text.
+    pub names: Box<[(Box<str>, Box<str>)]>,
 }
 
 /// The four MCP tool annotations a policy may test.
@@ -129,6 +132,19 @@ pub enum Test {
     },
     /// Some selected path fails to canonicalize or is outside the root.
     Escapes {
+        operand: Operand,
+        root: PathRoot,
+    },
+    /// `runs only [...]` (`only`) or `runs [...]`: the simple commands of
+    /// a command line against word patterns.
+    Runs {
+        operand: Operand,
+        only: bool,
+        patterns: Box<[crate::shell::CommandPattern]>,
+    },
+    /// `writes inside "ROOT"`: every file a command line's redirections
+    /// write is inside the root.
+    WritesInside {
         operand: Operand,
         root: PathRoot,
     },

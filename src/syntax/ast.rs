@@ -27,6 +27,29 @@ pub struct File {
     pub policies: Vec<PolicyAst>,
     /// Comments with their spans, kept for the formatter.
     pub comments: Vec<Span>,
+    /// The file's own `let`s, for every policy in it.
+    pub lets: Vec<LetAst>,
+    /// Where a `let` name stands for a value (a target, a root, a list),
+    /// in text order: the node there holds the name until the names are
+    /// replaced by their values (`super::lets::expand`).
+    pub name_uses: Vec<Span>,
+}
+
+/// `let NAME = VALUE`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LetAst {
+    pub name: Spanned<String>,
+    pub value: Spanned<LetValue>,
+    pub span: Span,
+}
+
+/// What a `let` names.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LetValue {
+    /// `"text"`.
+    Str(String),
+    /// `["a", "b"]`.
+    List(Vec<Spanned<String>>),
 }
 
 /// `policy NAME { ... }`.
@@ -41,6 +64,7 @@ pub struct PolicyAst {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Item {
     Setting(SettingAst),
+    Let(LetAst),
     Tools(ToolsBlock),
     Rule(Box<RuleAst>),
 }
@@ -170,6 +194,24 @@ pub enum Cond {
         root: Spanned<String>,
         span: Span,
     },
+    /// `SEL runs only [...]` or `SEL runs [...]`: the simple commands of a
+    /// command line against word patterns.
+    Runs {
+        selector: SelectorAst,
+        /// `runs only`: every command must match (else: some command).
+        only: bool,
+        patterns: Vec<Spanned<String>>,
+        /// The list as written.
+        list: Span,
+        span: Span,
+    },
+    /// `SEL writes inside "ROOT"`: every file a redirection of the command
+    /// line writes is inside ROOT.
+    Writes {
+        selector: SelectorAst,
+        root: Spanned<String>,
+        span: Span,
+    },
     /// `SELECTOR WORD VALUE` where WORD is not a test: an error to report.
     UnknownTest {
         selector: SelectorAst,
@@ -190,6 +232,8 @@ impl Cond {
             | Cond::In { span, .. }
             | Cond::Matches { span, .. }
             | Cond::Path { span, .. }
+            | Cond::Runs { span, .. }
+            | Cond::Writes { span, .. }
             | Cond::UnknownTest { span, .. } => *span,
             Cond::Bare(sel) => sel.span,
         }

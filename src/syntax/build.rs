@@ -54,11 +54,29 @@ impl From<(Span, String)> for BuildError {
 
 pub(super) struct Builder {
     pub base: usize,
+    /// Where a `let` name stood for a value, as built.
+    pub names: std::cell::RefCell<Vec<Span>>,
 }
 
 type Result<T> = std::result::Result<T, BuildError>;
 
+// `let` and the shell tests, built in a file of their own.
+mod names;
+
 impl Builder {
+    /// A builder for text that starts at `base` in the file.
+    pub fn at(base: usize) -> Self {
+        Builder {
+            base,
+            names: std::cell::RefCell::new(Vec::new()),
+        }
+    }
+
+    /// The name spans recorded so far, taken out.
+    pub fn take_names(&self) -> Vec<Span> {
+        std::mem::take(&mut *self.names.borrow_mut())
+    }
+
     pub fn span(&self, pair: &Pair<'_, Rule>) -> Span {
         let s = pair.as_span();
         Span::new(self.base + s.start(), self.base + s.end())
@@ -92,6 +110,7 @@ impl Builder {
                 Rule::rule => return self.rule(inner).map(|r| Some(Item::Rule(Box::new(r)))),
                 Rule::setting => return Ok(Some(Item::Setting(self.setting(inner)?))),
                 Rule::tools_block => return self.tools_block(inner).map(|t| Some(Item::Tools(t))),
+                Rule::let_item => return self.let_item(inner).map(|l| Some(Item::Let(l))),
                 _ => {}
             }
         }
@@ -214,6 +233,9 @@ impl Builder {
         let first = inner.next().ok_or((span, "empty target".to_string()))?;
         if first.as_rule() == Rule::any_target {
             return Ok(TargetAst::Any(span));
+        }
+        if first.as_rule() == Rule::name_ref {
+            return Ok(TargetAst::Pattern(self.name_use(&first)));
         }
         let pattern = self.string(&first)?;
         match inner.next() {
@@ -339,6 +361,9 @@ impl Builder {
     /// A literal that is a list of strings: its strings, decoded; `None` if
     /// it is another value.
     fn string_list(&self, pair: &Pair<'_, Rule>) -> Option<Result<Vec<Spanned<String>>>> {
+        if pair.as_rule() == Rule::name_ref {
+            return Some(Ok(vec![self.name_use(pair)]));
+        }
         let inner = pair.clone().into_inner().next()?;
         if inner.as_rule() != Rule::list {
             return None;
@@ -490,6 +515,9 @@ impl Builder {
                 span,
             });
         }
+        if test.as_rule() == Rule::shell_test {
+            return self.shell_test(selector, test, span);
+        }
         let mut parts = test.into_inner();
         let first = parts.next();
         let second = parts.next();
@@ -510,7 +538,14 @@ impl Builder {
                 match word {
                     TestWord::In => Ok(Cond::In {
                         selector,
-                        list: Spanned::new(self.literal(&value)?, self.span(&value)),
+                        list: Spanned::new(
+                            if value.as_rule() == Rule::name_ref {
+                                Value::String(self.name_use(&value).node)
+                            } else {
+                                self.literal(&value)?
+                            },
+                            self.span(&value),
+                        ),
                         span,
                     }),
                     TestWord::Matches => Ok(Cond::Matches {
@@ -521,7 +556,7 @@ impl Builder {
                     TestWord::Inside | TestWord::Escapes => Ok(Cond::Path {
                         selector,
                         inside: word == TestWord::Inside,
-                        root: Spanned::new(self.string(&value)?, self.span(&value)),
+                        root: Spanned::new(self.string_or_name(&value)?, self.span(&value)),
                         span,
                     }),
                 }

@@ -44,6 +44,11 @@ fn rule_name(grammar_rule: Rule) -> Option<&'static str> {
         Rule::membership | Rule::kw_in => "`in`",
         Rule::regex_match | Rule::kw_matches => "`matches`",
         Rule::path_test | Rule::kw_inside | Rule::kw_escapes => "`inside` or `escapes`",
+        Rule::let_item | Rule::kw_let => "`let`",
+        Rule::name_ref => "a name given by `let`",
+        Rule::shell_test | Rule::kw_runs | Rule::kw_only | Rule::kw_writes => {
+            "`runs only`, `runs` or `writes inside`"
+        }
         Rule::step => "a selector step (`.key`, `[0]`, `[\"key\"]`)",
         Rule::index => "a list index",
         Rule::literal
@@ -64,6 +69,8 @@ fn rule_name(grammar_rule: Rule) -> Option<&'static str> {
         | Rule::item_end
         | Rule::setting_word
         | Rule::reserved_item_word
+        | Rule::test_word
+        | Rule::name_keyword
         | Rule::WHITESPACE
         | Rule::not_newline
         | Rule::primary

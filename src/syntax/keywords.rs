@@ -61,6 +61,8 @@ keywords! {
     Block {
         Policy => "policy",
         Tools => "tools",
+        /// `let NAME = VALUE`: a name for a value.
+        Let => "let",
     }
 }
 
@@ -167,6 +169,18 @@ impl TestWord {
             TestWord::Matches => "a regex `/.../`",
             TestWord::Inside | TestWord::Escapes => "one root path as a string",
         }
+    }
+}
+
+keywords! {
+    /// The words of the tests that read a command line as a shell does.
+    ShellWord {
+        /// `runs ["P", ...]`: some simple command matches a pattern.
+        Runs => "runs",
+        /// `runs only ["P", ...]`: every simple command matches one.
+        Only => "only",
+        /// `writes inside "ROOT"`: every file a redirection writes.
+        Writes => "writes",
     }
 }
 
@@ -292,6 +306,7 @@ pub(crate) fn all_words() -> Vec<&'static str> {
         .chain(MistakenClause::names())
         .chain(Logic::names())
         .chain(TestWord::names())
+        .chain(ShellWord::names())
         .chain(Predicate::names())
         .chain(TaintedArg::names())
         .chain(Selector::names())

@@ -6,6 +6,7 @@ mod build;
 mod errors;
 mod hidden;
 pub mod keywords;
+pub(crate) mod lets;
 pub(crate) mod lex;
 mod parser;
 mod scan;

@@ -39,6 +39,7 @@ pub fn parse(source: &Arc<SourceFile>) -> (File, Vec<Diagnostic>) {
         text: &source.text,
         diagnostics: Vec::new(),
         one_pass: true,
+        name_uses: Vec::new(),
     };
     let file = parser.file();
     (file, parser.diagnostics)
@@ -54,6 +55,7 @@ pub(super) fn parse_items(source: &Arc<SourceFile>) -> (File, Vec<Diagnostic>) {
         text: &source.text,
         diagnostics: Vec::new(),
         one_pass: false,
+        name_uses: Vec::new(),
     };
     let file = parser.file();
     (file, parser.diagnostics)
@@ -65,6 +67,8 @@ struct Driver<'a> {
     diagnostics: Vec<Diagnostic>,
     /// Whether to try the whole file in one pass before going item by item.
     one_pass: bool,
+    /// Where `let` names stand for values, in text order.
+    name_uses: Vec<Span>,
 }
 
 /// Parses again with pest's error detail on, which lists the literal tokens
@@ -89,9 +93,16 @@ fn at_line_start(text: &str, pos: usize) -> bool {
 /// has no syntax error and every value in it builds.
 pub(super) fn pest_whole_file(text: &str) -> Option<File> {
     let pair = Grammar::parse(Rule::file, text).ok()?.next()?;
-    let builder = Builder { base: 0 };
+    let builder = Builder::at(0);
     let mut file = File::default();
-    for policy in pair.into_inner().filter(|p| p.as_rule() == Rule::policy) {
+    for policy in pair.into_inner() {
+        if policy.as_rule() == Rule::let_item {
+            file.lets.push(builder.let_item(policy).ok()?);
+            continue;
+        }
+        if policy.as_rule() != Rule::policy {
+            continue;
+        }
         let span = builder.span(&policy);
         let mut name = None;
         let mut items = Vec::new();
@@ -108,6 +119,7 @@ pub(super) fn pest_whole_file(text: &str) -> Option<File> {
             span,
         });
     }
+    file.name_uses = builder.take_names();
     Some(file)
 }
 
@@ -161,6 +173,8 @@ impl Driver<'_> {
             }
             if word_at(self.text, pos) == "policy" {
                 pos = self.policy(pos, &mut file);
+            } else if word_at(self.text, pos) == "let" {
+                pos = self.file_let(pos, &mut file);
             } else {
                 let word = super::scan::token_at(self.text, pos).unwrap_or("");
                 self.diagnostics.push(
@@ -168,7 +182,7 @@ impl Driver<'_> {
                         self.source,
                         SYNTAX,
                         Span::new(pos, pos + word.len()),
-                        format!("unexpected `{word}`: expected `policy`"),
+                        format!("unexpected `{word}`: expected `policy` or `let`"),
                     )
                     .with_label("outside any policy")
                     .with_help("every rule and setting belongs inside `policy NAME { ... }`"),
@@ -176,7 +190,31 @@ impl Driver<'_> {
                 pos = next_line_start(self.text, pos, |w| w == "policy");
             }
         }
+        file.name_uses = std::mem::take(&mut self.name_uses);
         file
+    }
+
+    /// `let NAME = VALUE` outside any policy, at `pos`.
+    fn file_let(&mut self, pos: usize, file: &mut File) -> usize {
+        let restart = |w: &str| w == "policy" || w == "let";
+        let pair = match Grammar::parse(Rule::let_item, &self.text[pos..]) {
+            Ok(mut pairs) => pairs.next(),
+            Err(e) => {
+                let e = detailed(Rule::let_item, &self.text[pos..]).unwrap_or(e);
+                self.diagnostics.push(syntax_error(self.source, pos, &e));
+                return self.resume(pos, pos + error_offset(&e), restart);
+            }
+        };
+        let Some(pair) = pair else {
+            return next_line_start(self.text, pos, restart);
+        };
+        let builder = Builder::at(pos);
+        let end = builder.span(&pair).end;
+        match builder.let_item(pair) {
+            Ok(item) => file.lets.push(item),
+            Err(e) => self.diagnostics.push(build_error(self.source, e)),
+        }
+        end
     }
 
     /// Parses `policy NAME { ... }` at `pos`; returns where parsing goes on.
@@ -191,7 +229,7 @@ impl Driver<'_> {
         let Some(open) = open else {
             return next_line_start(self.text, pos, |w| w == "policy");
         };
-        let builder = Builder { base: pos };
+        let builder = Builder::at(pos);
         let open_span = builder.span(&open);
         let Some(name) = builder.policy_open(open) else {
             return open_span.end;
@@ -272,9 +310,11 @@ impl Driver<'_> {
         let Some(pair) = pair else {
             return next_line_start(self.text, pos, is_item_word);
         };
-        let builder = Builder { base: pos };
+        let builder = Builder::at(pos);
         let end = builder.span(&pair).end;
-        match builder.item(pair) {
+        let built = builder.item(pair);
+        self.name_uses.extend(builder.take_names());
+        match built {
             Ok(Some(item)) => {
                 let unknown_word = match &item {
                     Item::Setting(s) => !is_item_word(&s.name.node),
@@ -308,7 +348,7 @@ impl Driver<'_> {
         let Some(open) = open else {
             return next_line_start(self.text, pos, is_item_word);
         };
-        let open_span = Builder { base: pos }.span(&open);
+        let open_span = Builder::at(pos).span(&open);
         let mut entries = Vec::new();
         let mut at = open_span.end;
         let entry_words = |w: &str| matches!(w, "include" | "exclude" | "}");
@@ -331,9 +371,11 @@ impl Driver<'_> {
             match Grammar::parse(Rule::visibility_entry, rest) {
                 Ok(mut pairs) => {
                     let Some(pair) = pairs.next() else { break };
-                    let builder = Builder { base: at };
+                    let builder = Builder::at(at);
                     let end = builder.span(&pair).end;
-                    match builder.visibility_entry(pair) {
+                    let built = builder.visibility_entry(pair);
+                    self.name_uses.extend(builder.take_names());
+                    match built {
                         Ok(entry) => entries.push(entry),
                         Err(e) => self.diagnostics.push(build_error(self.source, e)),
                     }

@@ -72,6 +72,14 @@ pub const WORDS: &[&str] = &[
     // More of the language, for the fast parser's corners.
     "include",
     "exclude",
+    // Names for values and shell command lines.
+    "let",
+    "v",
+    "=",
+    "runs",
+    "only",
+    "writes",
+    "[\"ls *\", \"git diff *\"]",
     "insde",
     "allow_new_tools",
     "ignore",

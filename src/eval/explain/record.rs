@@ -178,8 +178,10 @@ impl Sink for Recorder<'_, '_> {
             Effect::Ask => (Stage::Ask, true),
             Effect::Allow => (Stage::Allow, false),
         };
-        let targets = rule
-            .targets
+        // A `let` name that stands for several targets is written once.
+        let mut written: Vec<_> = rule.targets.iter().collect();
+        written.dedup_by_key(|t| t.span);
+        let targets = written
             .iter()
             .map(|t| t.text(&self.policy.source))
             .collect::<Vec<_>>()
@@ -363,7 +365,10 @@ impl Sink for Recorder<'_, '_> {
             .unwrap_or_default()
             .trim()
             .to_string();
-        let saw = self.saw(pred, facts);
+        let mut saw = self.saw(pred, facts);
+        for (name, value) in &pred.names {
+            saw.push_str(&format!("; `{name}` is {value}"));
+        }
         self.seen.clear();
         self.host = None;
         self.notes.push(Note {
@@ -438,6 +443,15 @@ impl Recorder<'_, '_> {
             }
             Test::In { operand, .. } => self.operand_saw(operand, facts, None),
             Test::Matches { operand, .. } => self.operand_saw(operand, facts, Some("a string")),
+            Test::Runs { operand, .. } | Test::WritesInside { operand, .. } => {
+                let base = self.operand_saw(operand, facts, Some("a string"));
+                match self.seen.as_slice() {
+                    [Seen::Value {
+                        text: Some(line), ..
+                    }] => format!("{base}; {}", crate::eval::shell::summary(line)),
+                    _ => base,
+                }
+            }
             Test::Inside { operand, root } | Test::Escapes { operand, root } => {
                 let inside_when = matches!(pred.test, Test::Inside { .. });
                 let Some(resolved) = root.resolve(request.cwd) else {
