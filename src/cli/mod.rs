@@ -9,6 +9,8 @@ mod explain;
 mod files;
 mod fingerprint;
 mod fmt;
+#[cfg(feature = "pipeline")]
+mod gateway;
 mod inputs;
 mod listing;
 mod lock;
@@ -75,6 +77,11 @@ enum Command {
     /// Enforce a policy in front of a stdio MCP server: relay JSON-RPC
     /// between the host (stdin/stdout) and the server command after `--`.
     Proxy(Box<proxy::ProxyArgs>),
+    #[cfg(feature = "pipeline")]
+    /// One policy in front of every server of an `mcpServers` file, behind
+    /// one MCP endpoint (stdio): tools named SERVER__TOOL, taint kept by
+    /// the gateway.
+    Gateway(Box<gateway::GatewayArgs>),
     /// Claude Code's permission hook: decide a PreToolUse event read on
     /// stdin, record taint on PostToolUse, clear it on SessionEnd; or print
     /// the settings.json block that installs it.
@@ -142,6 +149,8 @@ pub fn main() -> ExitCode {
         Command::Fmt(args) => fmt::run(args),
         #[cfg(feature = "pipeline")]
         Command::Proxy(args) => proxy::run(*args),
+        #[cfg(feature = "pipeline")]
+        Command::Gateway(args) => gateway::run(*args),
         Command::ClaudeHook(args) => claude_hook::run(args),
     };
     ExitCode::from(status)
