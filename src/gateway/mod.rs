@@ -275,7 +275,7 @@ pub(crate) async fn start_servers(gw: &Arc<Shared>) {
     for rx in ready {
         let _ = rx.await;
     }
-    let _ = gw.started.send(true);
+    gw.started.send_replace(true);
 }
 
 /// Stops every server and waits for each to be reaped.

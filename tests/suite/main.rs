@@ -44,6 +44,8 @@ mod explain_agrees;
 #[cfg(feature = "pipeline")]
 mod faults;
 mod fmt;
+#[cfg(all(feature = "cli", feature = "pipeline"))]
+mod gateway;
 mod library_errors;
 #[cfg(feature = "pipeline")]
 mod limits;
