@@ -114,10 +114,16 @@ impl Shared {
         self.upstreams.iter().find(|u| u.id == id)
     }
 
-    /// A server came up or went down: the host lists again (once it has
-    /// initialized; before, its first listing is still to come).
+    /// Whether the host's `initialize` has been answered (or is about to
+    /// be): before, it is sent no notification, and its first listing is
+    /// still to come.
+    pub(crate) fn host_ready(&self) -> bool {
+        *self.started.borrow()
+    }
+
+    /// A server came up or went down: the host lists again.
     pub(crate) async fn lists_changed(&self) {
-        if self.host_caps.get().is_none() {
+        if !self.host_ready() {
             return;
         }
         for method in [

@@ -24,6 +24,11 @@ pub(crate) async fn forward(gw: Arc<Shared>, server: String, live: Arc<Live>) {
             }
             Err(RecvError::Closed) => return,
         };
+        if !gw.host_ready() {
+            // Before the host's handshake is answered: its first listing
+            // will see what changed.
+            continue;
+        }
         match note.method.as_str() {
             "notifications/tools/list_changed" => {
                 // The pipeline lists again now, so the host's next listing

@@ -46,6 +46,8 @@ mod faults;
 mod fmt;
 #[cfg(all(feature = "cli", feature = "pipeline"))]
 mod gateway;
+#[cfg(all(feature = "cli", feature = "pipeline"))]
+mod gateway_e2e;
 mod library_errors;
 #[cfg(feature = "pipeline")]
 mod limits;
