@@ -364,3 +364,96 @@ fn a_server_id_holding_the_separator_is_a_usage_error() {
     );
     drop(dir);
 }
+
+#[test]
+fn roots_are_pinned_an_edit_reloads_every_server_and_list_changed_reaches_the_host() {
+    let (dir, policy, servers) = setup(&[]);
+    std::fs::write(
+        &policy,
+        POLICY.replace("default deny", "default deny\n  roots \"/srv/work\""),
+    )
+    .unwrap();
+    let mut g = start(dir.path(), &policy, &servers, &[]);
+    g.initialize(json!({"roots": {"listChanged": true}}));
+    // A server's `roots/list` goes to the host and comes back narrowed to
+    // the pinned roots.
+    g.send(json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                  "params": {"name": "b__ask_roots", "arguments": {}}}));
+    let ask = g.wait_for(|m| m["method"] == "roots/list");
+    g.send(
+        json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"roots": [
+        {"uri": "file:///", "name": "everything"}, {"uri": "file:///etc", "name": "etc"}]}}),
+    );
+    let out = g.wait_for(|m| m["id"] == 9);
+    let got: Value = serde_json::from_str(&text(&out)).unwrap();
+    assert_eq!(
+        got["result"],
+        json!({"roots": [{"uri": "file:///srv/work"}]})
+    );
+
+    // One server's `list_changed` reaches the host.
+    assert_eq!(text(&g.call("a__change", json!({}))), "changed");
+    g.wait_for(|m| m["method"] == "notifications/tools/list_changed");
+
+    // An edit of the policy changes every server's decisions at once.
+    std::fs::write(
+        &policy,
+        POLICY.replace(
+            "default deny",
+            "default deny\n  deny off: \"a/read_file\", \"b/read_file\"",
+        ),
+    )
+    .unwrap();
+    let mut denied = (false, false);
+    for _ in 0..100 {
+        std::thread::sleep(Duration::from_millis(100));
+        let a = g.call("a__read_file", json!({"path": "/srv/x"}));
+        let b = g.call("b__read_file", json!({"path": "/srv/x"}));
+        denied = (
+            a["result"]["isError"] == true,
+            b["result"]["isError"] == true,
+        );
+        if denied == (true, true) {
+            break;
+        }
+    }
+    assert_eq!(denied, (true, true), "{}", g.stderr_text());
+    assert!(g.close().success());
+}
+
+#[test]
+fn a_signal_ends_every_server_with_the_gateway() {
+    // Each server writes its pid first, so the test can see it gone.
+    let pid_of = |dir: &Path, id: &str| dir.join(format!("{id}.pid"));
+    let tmp = tempfile::tempdir().unwrap();
+    let wrapped = |id: &str| {
+        json!({"command": "sh", "args": ["-c", format!("echo $$$$ > '{}'; exec python3 '{}'",
+            pid_of(tmp.path(), id).display(), scripted_server().display())]})
+    };
+    let (dir, policy, servers) = setup(&[("c", wrapped("c")), ("d", wrapped("d"))]);
+    let mut g = start(dir.path(), &policy, &servers, &[]);
+    g.initialize(json!({}));
+    let pids: Vec<String> = ["c", "d"]
+        .iter()
+        .map(|id| {
+            std::fs::read_to_string(pid_of(tmp.path(), id))
+                .unwrap()
+                .trim()
+                .to_string()
+        })
+        .collect();
+    let alive = |pid: &str| Path::new(&format!("/proc/{pid}")).exists();
+    assert!(pids.iter().all(|p| alive(p)));
+    let status = Command::new("kill")
+        .arg("-TERM")
+        .arg(g.child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = g.wait_exit(Duration::from_secs(10));
+    assert_eq!(exit.code(), Some(128 + 15), "{}", g.stderr_text());
+    for pid in &pids {
+        // Reaped by the gateway: no process, not even a zombie, is left.
+        assert!(!alive(pid), "server {pid} outlived the gateway");
+    }
+}
