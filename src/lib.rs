@@ -66,6 +66,8 @@ pub mod fuzzing;
 mod fuzzing;
 #[cfg(all(feature = "cli", feature = "pipeline"))]
 mod gateway;
+#[cfg(feature = "http")]
+pub mod http_auth;
 mod io;
 mod limits;
 mod lint;
