@@ -33,10 +33,54 @@ pub struct GatewayArgs {
     /// write it; each key is the server's id in the policy.
     #[arg(long, value_name = "FILE")]
     servers: PathBuf,
-    /// Serve one host over stdin and stdout (the only host side of this
-    /// build).
-    #[arg(long, required = true)]
+    /// Serve one host over stdin and stdout.
+    #[cfg_attr(
+        feature = "http",
+        arg(long, required_unless_present = "listen", conflicts_with = "listen")
+    )]
+    #[cfg_attr(not(feature = "http"), arg(long, required = true))]
     stdio: bool,
+    /// Serve hosts over streamable HTTP at ADDR (`127.0.0.1:8080`; a bare
+    /// port listens on 127.0.0.1), endpoint `/mcp`.
+    #[cfg(feature = "http")]
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<String>,
+    /// With --listen: an `Origin` allowed besides this machine's
+    /// (`https://app.example.com`; repeat).
+    #[cfg(feature = "http")]
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "listen")]
+    allow_origin: Vec<String>,
+    /// With --listen: the most sessions at once.
+    #[cfg(feature = "http")]
+    #[arg(long = "max-sessions", value_name = "N", default_value_t = 64)]
+    max_sessions: usize,
+    /// With --listen: a session with no request for this long is ended.
+    #[cfg(feature = "http")]
+    #[arg(long = "session-idle", value_name = "DURATION", default_value = "30m", value_parser = humantime::parse_duration)]
+    session_idle: Duration,
+    /// With --listen: bearer tokens (a tokens file of SHA-256 digests, each
+    /// with its principal and assigns); without a known token, 401.
+    #[cfg(feature = "http")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "listen",
+        conflicts_with = "jwks"
+    )]
+    tokens: Option<PathBuf>,
+    /// With --listen: JWTs verified against this JWKS (a file or an
+    /// https URL); needs --issuer and --audience.
+    #[cfg(feature = "http")]
+    #[arg(long, value_name = "FILE_OR_URL", requires_all = ["listen", "issuer", "audience"])]
+    jwks: Option<String>,
+    /// The JWTs' `iss`.
+    #[cfg(feature = "http")]
+    #[arg(long, value_name = "ISS", requires = "jwks")]
+    issuer: Option<String>,
+    /// The JWTs' `aud`.
+    #[cfg(feature = "http")]
+    #[arg(long, value_name = "AUD", requires = "jwks")]
+    audience: Option<String>,
     /// Between a server id and a tool or prompt name in the host's listing.
     #[arg(long, value_name = "S", default_value = DEFAULT_SEPARATOR)]
     separator: String,
@@ -87,6 +131,17 @@ fn warn_unnamed_servers(policy: &crate::Policy, name: &str, ids: &[&str]) {
             "warning: no rule, `tools {{}}` pattern or setting of policy `{name}` names the server `{id}` of the servers file: its calls will be decided by the default (`no_rule`) and none of its tools is hidden"
         );
     }
+}
+
+/// `--listen`'s address: `HOST:PORT`, or a bare port on 127.0.0.1.
+#[cfg(feature = "http")]
+fn listen_addr(text: &str) -> Result<std::net::SocketAddr, String> {
+    if let Ok(port) = text.parse::<u16>() {
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    text.parse().map_err(|_| {
+        format!("--listen `{text}` is not an address: give HOST:PORT (`127.0.0.1:8080`) or a port")
+    })
 }
 
 pub fn run(args: GatewayArgs) -> u8 {
@@ -176,6 +231,8 @@ pub fn run(args: GatewayArgs) -> u8 {
         grace: args.grace,
         shape: (!args.no_shape).then_some(args.max_result_bytes),
         protected,
+        principal: None,
+        assigns: None,
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -185,6 +242,41 @@ pub fn run(args: GatewayArgs) -> u8 {
         Ok(r) => r,
         Err(e) => return usage_error(&format!("cannot start the runtime: {e}"), None),
     };
+    #[cfg(feature = "http")]
+    if let Some(listen) = &args.listen {
+        let addr = match listen_addr(listen) {
+            Ok(a) => a,
+            Err(e) => return usage_error(&e, None),
+        };
+        let tokens = args.tokens.clone();
+        let jwt = match (&args.jwks, &args.issuer, &args.audience) {
+            (Some(j), Some(i), Some(a)) => Some(crate::http_auth::JwtConfig::new(j, i, a)),
+            _ => None,
+        };
+        let status = runtime.block_on(async move {
+            let auth = match (tokens, jwt) {
+                (Some(path), _) => match crate::http_auth::TokenFile::read(&path) {
+                    Ok(t) => Some(crate::http_auth::Authenticator::Tokens(t)),
+                    Err(e) => return usage_error(&format!("--tokens: {e}"), None),
+                },
+                (None, Some(jwt)) => match crate::http_auth::JwtVerifier::new(jwt).await {
+                    Ok(v) => Some(crate::http_auth::Authenticator::Jwt(v)),
+                    Err(e) => return usage_error(&format!("--jwks: {e}"), None),
+                },
+                (None, None) => None,
+            };
+            let http = gateway::http::HttpConfig {
+                addr,
+                allowed_origins: args.allow_origin,
+                max_sessions: args.max_sessions.max(1),
+                idle: args.session_idle,
+                auth,
+            };
+            gateway::http::run(config, http).await
+        });
+        runtime.shutdown_timeout(Duration::from_millis(100));
+        return status;
+    }
     let status = runtime.block_on(gateway::run_stdio(config));
     // Tasks still blocked on the host's input do not hold the exit up.
     runtime.shutdown_timeout(Duration::from_millis(100));

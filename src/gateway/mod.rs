@@ -13,6 +13,10 @@
 //! - `taint.rs`: the session's taint, kept by the gateway itself.
 
 mod host;
+#[cfg(feature = "http")]
+pub(crate) mod http;
+#[cfg(feature = "http")]
+mod http_session;
 mod naming;
 mod notes;
 mod requests;
@@ -37,7 +41,9 @@ use crate::proxy::{approve, Audit};
 use crate::servers::ServerSpec;
 use crate::store::Store;
 
-/// The gateway's settings (the command line's flags).
+/// The gateway's settings (the command line's flags); over HTTP, each
+/// session's copy with its caller.
+#[derive(Clone)]
 pub(crate) struct Config {
     /// The servers, in the servers file's order.
     pub(crate) servers: Vec<ServerSpec>,
@@ -58,6 +64,11 @@ pub(crate) struct Config {
     pub(crate) grace: Duration,
     pub(crate) shape: Option<usize>,
     pub(crate) protected: crate::protected::Protected,
+    /// Who the session's requests are made for (a bearer token's
+    /// principal over HTTP; none over stdio).
+    pub(crate) principal: Option<String>,
+    /// The principal's `assigns`.
+    pub(crate) assigns: Option<Value>,
 }
 
 /// Whether the servers run, and how they are ended.
@@ -88,6 +99,8 @@ pub(crate) struct Shared {
     pub(crate) start_timeout: Duration,
     pub(crate) grace: Duration,
     pub(crate) shape: Option<usize>,
+    pub(crate) principal: Option<String>,
+    pub(crate) assigns: Option<Value>,
     setup: PipelineSetup,
     stop: watch::Sender<Stop>,
     /// True once every server has come up or failed its first start: the
@@ -231,6 +244,8 @@ where
         start_timeout: config.start_timeout,
         grace: config.grace,
         shape: config.shape,
+        principal: config.principal,
+        assigns: config.assigns,
         setup: PipelineSetup {
             baseline: config.baseline,
             approver: config.approver,

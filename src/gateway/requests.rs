@@ -132,11 +132,15 @@ fn lives(gw: &Shared) -> Vec<(String, Arc<Live>)> {
 /// Every server's visible tools, named for the host; a server whose
 /// listing fails is left out (and logged), never the others.
 async fn list_tools(gw: &Arc<Shared>) -> Vec<Value> {
+    let mut opts = CallOptions::default();
+    opts.principal.clone_from(&gw.principal);
+    opts.assigns.clone_from(&gw.assigns);
     let tasks: Vec<_> = lives(gw)
         .into_iter()
         .map(|(id, live)| {
+            let opts = opts.clone();
             tokio::spawn(async move {
-                let listed = live.pipeline.list_tools(&CallOptions::default()).await;
+                let listed = live.pipeline.list_tools(&opts).await;
                 (id, listed)
             })
         })
@@ -262,6 +266,8 @@ fn unknown_resource(uri: &str) -> RpcError {
 fn governed(gw: &Shared, params: &Value, own: &[&str], handle: &CallHandle) -> CallOptions {
     let mut opts = options(params, own).handle(handle.clone());
     opts.taint = gw.taint.servers();
+    opts.principal.clone_from(&gw.principal);
+    opts.assigns.clone_from(&gw.assigns);
     opts
 }
 
