@@ -48,6 +48,8 @@ mod fmt;
 mod gateway;
 #[cfg(all(feature = "cli", feature = "pipeline"))]
 mod gateway_e2e;
+#[cfg(all(feature = "cli", feature = "http"))]
+mod gateway_http;
 mod library_errors;
 #[cfg(feature = "pipeline")]
 mod limits;
