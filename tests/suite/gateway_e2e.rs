@@ -9,6 +9,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -43,14 +44,17 @@ policy gw {
   default deny
   tools { exclude "everything/get-env" }
   deny confused_deputy: "memory/create_entities" when tainted
+  deny omar_no_sums: "everything/get-sum" when principal == "omar"
+  ask writes: "fs/write_file" when args.path inside "SANDBOX"
   allow "everything/*", "memory/*"
   allow "fs/read_text_file" when args.path inside "SANDBOX"
 }
 "#;
 
-/// Runs one scenario of `sdk_gateway.py` against a fresh folder.
-fn run(scenario: &str) -> Option<(Value, tempfile::TempDir)> {
-    let python = python()?;
+/// A fresh folder with the policy, the servers file (everything, memory
+/// writing its pid first so a test can kill it, filesystem on `sandbox/`)
+/// and a tokens file (dana's and omar's); the script's config.
+fn world() -> (tempfile::TempDir, Value) {
     let dir = tempfile::tempdir().unwrap();
     let sandbox = std::fs::canonicalize(dir.path()).unwrap().join("sandbox");
     std::fs::create_dir(&sandbox).unwrap();
@@ -62,8 +66,7 @@ fn run(scenario: &str) -> Option<(Value, tempfile::TempDir)> {
     )
     .unwrap();
     let memory_pid = dir.path().join("memory.pid");
-    // The memory server writes its pid first, so the test can kill it
-    // (`$$$$` is the shell's `$$` once the servers file's `$$` is read).
+    // `$$$$` is the shell's `$$` once the servers file's `$$` is read.
     let memory = format!(
         "echo $$$$ > '{}'; exec node '{}'",
         memory_pid.display(),
@@ -77,7 +80,14 @@ fn run(scenario: &str) -> Option<(Value, tempfile::TempDir)> {
     }});
     let servers_file = dir.path().join("servers.json");
     std::fs::write(&servers_file, servers.to_string()).unwrap();
-    let stderr = dir.path().join("gateway.stderr");
+    std::fs::write(
+        dir.path().join("tokens.json"),
+        json!({"tokens": [
+            {"token": "dana-token-0123456789abcdef", "principal": "dana"},
+            {"token": "omar-token-0123456789abcdef", "principal": "omar"}]})
+        .to_string(),
+    )
+    .unwrap();
     let cfg = json!({
         "mcppol": crate::common::MCPPOL,
         "policy": policy,
@@ -85,9 +95,14 @@ fn run(scenario: &str) -> Option<(Value, tempfile::TempDir)> {
         "everything_js": package("server-everything"),
         "memory_pid": memory_pid,
         "sandbox": sandbox,
-        "stderr": stderr,
+        "stderr": dir.path().join("gateway.stderr"),
         "gateway_args": ["--audit", dir.path().join("audit.jsonl")],
     });
+    (dir, cfg)
+}
+
+/// Runs one scenario of `sdk_gateway.py` with this config.
+fn script(python: &Path, scenario: &str, cfg: &Value) -> Value {
     let out = Command::new(python)
         .arg(root().join("tests/e2e/sdk_gateway.py"))
         .arg(scenario)
@@ -98,9 +113,60 @@ fn run(scenario: &str) -> Option<(Value, tempfile::TempDir)> {
         out.status.success(),
         "the SDK host failed: {}\ngateway stderr:\n{}",
         String::from_utf8_lossy(&out.stderr),
-        std::fs::read_to_string(&stderr).unwrap_or_default()
+        std::fs::read_to_string(cfg["stderr"].as_str().unwrap()).unwrap_or_default()
     );
-    Some((serde_json::from_slice(&out.stdout).unwrap(), dir))
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Runs one scenario against a gateway the script starts on its stdio.
+fn run(scenario: &str) -> Option<(Value, tempfile::TempDir)> {
+    let python = python()?;
+    let (dir, cfg) = world();
+    Some((script(&python, scenario, &cfg), dir))
+}
+
+/// A gateway listening on loopback HTTP with the world's tokens file.
+struct Listening {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn listen(dir: &Path, cfg: &Value) -> Listening {
+    let stderr = PathBuf::from(cfg["stderr"].as_str().unwrap());
+    let child = Command::new(crate::common::MCPPOL)
+        .arg("gateway")
+        .arg("--policy")
+        .arg(cfg["policy"].as_str().unwrap())
+        .arg("--servers")
+        .arg(cfg["servers"].as_str().unwrap())
+        .args(["--listen", "127.0.0.1:0", "--tokens"])
+        .arg(dir.join("tokens.json"))
+        .arg("--audit")
+        .arg(dir.join("audit.jsonl"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .unwrap();
+    for _ in 0..400 {
+        let log = std::fs::read_to_string(&stderr).unwrap_or_default();
+        if let Some(rest) = log.split("addr=").nth(1) {
+            let addr = rest.split_whitespace().next().unwrap();
+            return Listening {
+                child,
+                url: format!("http://{addr}/mcp"),
+            };
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("the gateway did not listen");
 }
 
 fn text(view: &Value) -> String {
@@ -193,4 +259,64 @@ fn a_server_killed_mid_session_fails_only_its_own_calls_and_comes_back() {
     assert!(text(&r["other"]).contains("still here"), "{r}");
     assert!(!r["tools_back"].as_array().unwrap().is_empty(), "{r}");
     assert_eq!(r["after"]["is_error"], false, "{r}");
+}
+
+#[test]
+fn over_streamable_http_taint_per_principal_rules_and_an_ask_by_elicitation() {
+    let Some(python) = python() else {
+        return;
+    };
+    let (dir, cfg) = world();
+    let gateway = listen(dir.path(), &cfg);
+    let as_caller = |token: &str, extra: Value| {
+        let mut c = cfg.clone();
+        c["url"] = json!(gateway.url);
+        c["token"] = json!(token);
+        for (k, v) in extra.as_object().unwrap() {
+            c[k] = v.clone();
+        }
+        c
+    };
+    let dana = "dana-token-0123456789abcdef";
+    let omar = "omar-token-0123456789abcdef";
+    // The confused deputy over HTTP, as over stdio.
+    let r = script(&python, "basics", &as_caller(dana, json!({})));
+    assert_eq!(r["server_name"], "mcppol-gateway");
+    assert_eq!(r["echo"], r["direct_echo"]);
+    assert_eq!(r["write_before"]["is_error"], false, "{r}");
+    assert_eq!(r["write_after"]["is_error"], true, "{r}");
+    assert!(
+        text(&r["write_after"]).contains("rule confused_deputy"),
+        "{r}"
+    );
+
+    // Two tokens, one policy: omar may not sum; dana may, and her write is
+    // asked of her through the POST's event stream and done.
+    let d = script(
+        &python,
+        "principal",
+        &as_caller(
+            dana,
+            json!({"elicit": "allow_once", "write_name": "dana.txt"}),
+        ),
+    );
+    assert_eq!(text(&d["sum"]), "The sum of 1 and 2 is 3.", "{d}");
+    assert_eq!(d["write"]["is_error"], false, "{d}");
+    assert_eq!(d["asked"].as_array().unwrap().len(), 1, "{d}");
+    let written =
+        std::fs::read_to_string(PathBuf::from(cfg["sandbox"].as_str().unwrap()).join("dana.txt"))
+            .unwrap();
+    assert_eq!(written, "asked");
+    let o = script(
+        &python,
+        "principal",
+        &as_caller(omar, json!({"elicit": "deny", "write_name": "omar.txt"})),
+    );
+    assert_eq!(o["sum"]["is_error"], true, "{o}");
+    assert!(text(&o["sum"]).contains("rule omar_no_sums"), "{o}");
+    assert_eq!(o["write"]["is_error"], true, "{o}");
+    assert!(!PathBuf::from(cfg["sandbox"].as_str().unwrap())
+        .join("omar.txt")
+        .exists());
+    drop(gateway);
 }
