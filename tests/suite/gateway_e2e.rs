@@ -140,7 +140,7 @@ impl Drop for Listening {
 
 fn listen(dir: &Path, cfg: &Value) -> Listening {
     let stderr = PathBuf::from(cfg["stderr"].as_str().unwrap());
-    let child = Command::new(crate::common::MCPPOL)
+    let mut child = Command::new(crate::common::MCPPOL)
         .arg("gateway")
         .arg("--policy")
         .arg(cfg["policy"].as_str().unwrap())
@@ -166,6 +166,8 @@ fn listen(dir: &Path, cfg: &Value) -> Listening {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+    let _ = child.kill();
+    let _ = child.wait();
     panic!("the gateway did not listen");
 }
 

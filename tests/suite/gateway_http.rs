@@ -27,7 +27,6 @@ policy gw {
 struct Gateway {
     child: Child,
     addr: String,
-    stderr: std::path::PathBuf,
 }
 
 impl Drop for Gateway {
@@ -71,16 +70,21 @@ fn start(dir: &Path, extra: &[&str]) -> Gateway {
         .stderr(std::fs::File::create(&stderr).unwrap())
         .spawn()
         .unwrap();
+    // Killed on drop, a failed wait included.
+    let mut g = Gateway {
+        child,
+        addr: String::new(),
+    };
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let log = std::fs::read_to_string(&stderr).unwrap_or_default();
-        if let Some(rest) = log.split("addr=").nth(1) {
-            let addr = rest.split_whitespace().next().unwrap().to_string();
-            return Gateway {
-                child,
-                addr,
-                stderr,
-            };
+        if let Some(addr) = log
+            .split("addr=")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+        {
+            g.addr = addr.to_string();
+            return g;
         }
         assert!(
             Instant::now() < deadline,
