@@ -137,7 +137,9 @@ pub(crate) async fn supervise(
                         // the server stays down, and it is said once.
                         tracing::error!(target: "mcppol::gateway", server = %up.id, error = %why, "the pipeline cannot be built");
                         up.set(State::Down(why));
-                        child::stop(&mut child, Duration::ZERO).await;
+                        if let Some(c) = child.as_mut() {
+                            child::stop(c, Duration::ZERO).await;
+                        }
                         if let Some(r) = ready.take() {
                             let _ = r.send(());
                         }
@@ -161,7 +163,7 @@ pub(crate) async fn supervise(
                     tokio::spawn(super::notes::forward(gw.clone(), up.id.clone(), live));
                 let since = Instant::now();
                 let ended = tokio::select! {
-                    status = child.wait() => Ended::Failed(match status {
+                    status = exited(child.as_mut()) => Ended::Failed(match status {
                         Ok(s) => format!("it exited ({s})"),
                         Err(e) => format!("waiting for it failed: {e}"),
                     }),
@@ -172,8 +174,14 @@ pub(crate) async fn supervise(
                 match ended {
                     Ended::Stopped(how) => {
                         up.set(State::Down("the gateway is stopping".into()));
-                        drop(transport);
-                        end_child(&mut child, how, gw.grace).await;
+                        // A remote session is ended (`DELETE`) when nothing
+                        // else holds its connection.
+                        if let Ok(kept) = Arc::try_unwrap(transport) {
+                            kept.shutdown(gw.grace).await;
+                        }
+                        if let Some(c) = child.as_mut() {
+                            end_child(c, how, gw.grace).await;
+                        }
                         return;
                     }
                     Ended::Failed(why) => {
@@ -181,7 +189,9 @@ pub(crate) async fn supervise(
                         up.set(State::Down(why));
                         drop(transport);
                         // Gone or broken: whatever is left of its group goes.
-                        child::stop(&mut child, Duration::ZERO).await;
+                        if let Some(c) = child.as_mut() {
+                            child::stop(c, Duration::ZERO).await;
+                        }
                         gw.lists_changed().await;
                         if since.elapsed() >= STABLE {
                             backoff = FIRST_BACKOFF;
@@ -203,6 +213,14 @@ pub(crate) async fn supervise(
             _ = stopped(&mut stop) => return,
         }
         backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}
+
+/// A child's exit; never, for a remote server.
+async fn exited(child: Option<&mut Child>) -> std::io::Result<std::process::ExitStatus> {
+    match child {
+        Some(c) => c.wait().await,
+        None => std::future::pending().await,
     }
 }
 
@@ -250,23 +268,7 @@ async fn closed(transport: &Kept) -> String {
 
 /// Starts the server's child in a process group of its own and runs the
 /// handshake, offering the host's capabilities the server may use.
-async fn start(gw: &Arc<Shared>, up: &Upstream) -> Result<(Child, Arc<Kept>), String> {
-    let ServerTransport::Stdio {
-        command,
-        args,
-        env,
-        cwd,
-    } = &up.spec.transport
-    else {
-        return Err(
-            "a remote (HTTP) server: not supported by this build of the gateway yet".into(),
-        );
-    };
-    let mut child = spawn(command, args, env, cwd.as_deref())?;
-    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-        child::stop(&mut child, Duration::ZERO).await;
-        return Err("its pipes are missing".into());
-    };
+async fn start(gw: &Arc<Shared>, up: &Upstream) -> Result<(Option<Child>, Arc<Kept>), String> {
     let options = ConnectOptions {
         max_line_bytes: gw.max_line_bytes,
         request_timeout: gw.call_timeout,
@@ -278,9 +280,23 @@ async fn start(gw: &Arc<Shared>, up: &Upstream) -> Result<(Child, Arc<Kept>), St
         }),
         max_pending: gw.max_pending,
     };
+    let ServerTransport::Stdio {
+        command,
+        args,
+        env,
+        cwd,
+    } = &up.spec.transport
+    else {
+        return remote(gw, up, options).await.map(|t| (None, t));
+    };
+    let mut child = spawn(command, args, env, cwd.as_deref())?;
+    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        child::stop(&mut child, Duration::ZERO).await;
+        return Err("its pipes are missing".into());
+    };
     let handshake = Connection::connect(BufReader::new(stdout), stdin, options);
     match tokio::time::timeout(gw.start_timeout, handshake).await {
-        Ok(Ok(conn)) => Ok((child, Arc::new(Kept::new(conn)))),
+        Ok(Ok(conn)) => Ok((Some(child), Arc::new(Kept::new(conn)))),
         Ok(Err(e)) => {
             child::stop(&mut child, Duration::ZERO).await;
             Err(format!(
@@ -296,6 +312,28 @@ async fn start(gw: &Arc<Shared>, up: &Upstream) -> Result<(Child, Arc<Kept>), St
             ))
         }
     }
+}
+
+/// Connects to a remote server over streamable HTTP (`mcp::connect`).
+#[cfg(feature = "http")]
+async fn remote(gw: &Shared, up: &Upstream, options: ConnectOptions) -> Result<Arc<Kept>, String> {
+    match tokio::time::timeout(gw.start_timeout, crate::mcp::connect(&up.spec, options)).await {
+        Ok(Ok(conn)) => Ok(Arc::new(Kept::remote(conn))),
+        Ok(Err(e)) => Err(crate::mcp::peer::why(e)),
+        Err(_) => Err(format!(
+            "it did not answer `initialize` within {}",
+            humantime::format_duration(gw.start_timeout)
+        )),
+    }
+}
+
+#[cfg(not(feature = "http"))]
+async fn remote(
+    _gw: &Shared,
+    _up: &Upstream,
+    _options: ConnectOptions,
+) -> Result<Arc<Kept>, String> {
+    Err("a remote (HTTP) server, and this build of mcppol has no HTTP (feature `http`)".into())
 }
 
 fn spawn(

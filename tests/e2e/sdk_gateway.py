@@ -128,6 +128,13 @@ async def run(scenario, cfg):
                         break
                 report["tools_back"] = back
                 report["after"] = await call(session, "memory__read_graph", {})
+            elif scenario == "remote":
+                # server-everything in its streamable-HTTP mode, as `remote`.
+                tools = await session.list_tools()
+                report["tools"] = [t.name for t in tools.tools]
+                report["echo"] = await call(session, "remote__echo", {"message": "over HTTP"})
+                report["write_after"] = await call(session, "memory__create_entities", {"entities": [
+                    {"name": "after", "entityType": "note", "observations": ["tainted"]}]})
             elif scenario == "principal":
                 # Who calls is the token's: the policy's per-user rule.
                 report["sum"] = await call(session, "everything__get-sum", {"a": 1, "b": 2})

@@ -322,3 +322,47 @@ fn over_streamable_http_taint_per_principal_rules_and_an_ask_by_elicitation() {
         .exists());
     drop(gateway);
 }
+
+#[cfg(feature = "http")]
+#[test]
+fn a_remote_server_over_streamable_http_behind_the_gateway() {
+    let Some(python) = python() else {
+        return;
+    };
+    let everything = crate::remote_e2e::EverythingHttp::start(&package("server-everything"));
+    let (dir, cfg) = world();
+    // `remote` is server-everything's HTTP mode; memory stays a child.
+    let servers = json!({"mcpServers": {
+        "remote": {"type": "http", "url": everything.url},
+        "memory": {"command": "node", "args": [package("server-memory")],
+                   "env": {"MEMORY_FILE_PATH": dir.path().join("memory.jsonl")}},
+    }});
+    std::fs::write(cfg["servers"].as_str().unwrap(), servers.to_string()).unwrap();
+    let policy = r#"
+policy gw {
+  default deny
+  tools { exclude "remote/get-env" }
+  deny confused_deputy: "memory/create_entities" when tainted
+  allow "remote/*", "memory/*"
+}
+"#;
+    std::fs::write(cfg["policy"].as_str().unwrap(), policy).unwrap();
+    let r = script(&python, "remote", &cfg);
+    let tools: Vec<&str> = r["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert!(
+        tools.contains(&"remote__echo") && tools.contains(&"memory__read_graph"),
+        "{tools:?}"
+    );
+    assert!(!tools.contains(&"remote__get-env"), "{tools:?}");
+    assert!(text(&r["echo"]).contains("over HTTP"), "{r}");
+    assert_eq!(r["write_after"]["is_error"], true, "{r}");
+    assert!(
+        text(&r["write_after"]).contains("rule confused_deputy"),
+        "{r}"
+    );
+}
