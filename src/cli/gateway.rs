@@ -50,6 +50,11 @@ pub struct GatewayArgs {
     #[cfg(feature = "http")]
     #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "listen")]
     allow_origin: Vec<String>,
+    /// Serve Prometheus metrics at http://ADDR/metrics (`127.0.0.1:9464`;
+    /// a bare port listens on 127.0.0.1).
+    #[cfg(feature = "http")]
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<String>,
     /// With --listen: the most sessions at once.
     #[cfg(feature = "http")]
     #[arg(long = "max-sessions", value_name = "N", default_value_t = 64)]
@@ -233,7 +238,23 @@ pub fn run(args: GatewayArgs) -> u8 {
         protected,
         principal: None,
         assigns: None,
+        #[cfg(feature = "http")]
+        metrics: None,
     };
+    #[cfg(feature = "http")]
+    let metrics_addr = match args.metrics.as_deref().map(listen_addr).transpose() {
+        Ok(a) => a,
+        Err(e) => return usage_error(&e.replace("--listen", "--metrics"), None),
+    };
+    #[cfg(feature = "http")]
+    let mut config = config;
+    #[cfg(feature = "http")]
+    if metrics_addr.is_some() {
+        config.metrics = Some(Arc::new(gateway::metrics::Metrics::new(
+            config.store.clone(),
+            config.policy_name.clone(),
+        )));
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -242,6 +263,12 @@ pub fn run(args: GatewayArgs) -> u8 {
         Ok(r) => r,
         Err(e) => return usage_error(&format!("cannot start the runtime: {e}"), None),
     };
+    #[cfg(feature = "http")]
+    if let (Some(addr), Some(metrics)) = (metrics_addr, config.metrics.clone()) {
+        if let Err(e) = runtime.block_on(gateway::metrics::serve(metrics, addr)) {
+            return usage_error(&e, None);
+        }
+    }
     #[cfg(feature = "http")]
     if let Some(listen) = &args.listen {
         let addr = match listen_addr(listen) {

@@ -17,6 +17,8 @@ mod host;
 pub(crate) mod http;
 #[cfg(feature = "http")]
 mod http_session;
+#[cfg(feature = "http")]
+pub(crate) mod metrics;
 mod naming;
 mod notes;
 mod requests;
@@ -69,6 +71,9 @@ pub(crate) struct Config {
     pub(crate) principal: Option<String>,
     /// The principal's `assigns`.
     pub(crate) assigns: Option<Value>,
+    /// Prometheus metrics (`--metrics`), shared by every session.
+    #[cfg(feature = "http")]
+    pub(crate) metrics: Option<Arc<metrics::Metrics>>,
 }
 
 /// Whether the servers run, and how they are ended.
@@ -101,6 +106,8 @@ pub(crate) struct Shared {
     pub(crate) shape: Option<usize>,
     pub(crate) principal: Option<String>,
     pub(crate) assigns: Option<Value>,
+    #[cfg(feature = "http")]
+    metrics: Option<Arc<metrics::Metrics>>,
     setup: PipelineSetup,
     stop: watch::Sender<Stop>,
     /// True once every server has come up or failed its first start: the
@@ -132,6 +139,37 @@ impl Shared {
     /// still to come.
     pub(crate) fn host_ready(&self) -> bool {
         *self.started.borrow()
+    }
+
+    /// One governed request's outcome, for the metrics.
+    pub(crate) fn count(&self, server: &str, decision: &str, reason: &str) {
+        #[cfg(feature = "http")]
+        if let Some(m) = &self.metrics {
+            m.decision(server, decision, reason);
+        }
+        #[cfg(not(feature = "http"))]
+        let _ = (server, decision, reason);
+    }
+
+    /// How long a governed request to `server` took, for the metrics.
+    pub(crate) fn took(&self, server: &str, started: std::time::Instant) {
+        #[cfg(feature = "http")]
+        if let Some(m) = &self.metrics {
+            m.latency(server, started.elapsed());
+        }
+        #[cfg(not(feature = "http"))]
+        let _ = (server, started);
+    }
+
+    /// A server failed (to start, while running, or a request), for the
+    /// metrics.
+    pub(crate) fn upstream_error(&self, server: &str) {
+        #[cfg(feature = "http")]
+        if let Some(m) = &self.metrics {
+            m.upstream_error(server);
+        }
+        #[cfg(not(feature = "http"))]
+        let _ = server;
     }
 
     /// A server came up or went down: the host lists again.
@@ -181,9 +219,23 @@ pub(crate) fn build_pipeline(
     } else if approve::host_elicits(&caps) {
         builder = builder.approver(approve::ProxyApprover::Elicit(gw.host.clone()));
     }
-    if let Some(audit) = &gw.audit {
-        let audit = audit.clone();
-        builder = builder.audit(Arc::new(move |r| audit.write_record(r)));
+    // One sink for the audit line and the metrics' count.
+    #[cfg(feature = "http")]
+    let metrics = gw.metrics.clone();
+    #[cfg(not(feature = "http"))]
+    let metrics: Option<()> = None;
+    if gw.audit.is_some() || metrics.is_some() {
+        let audit = gw.audit.clone();
+        builder = builder.audit(Arc::new(move |r| {
+            #[cfg(feature = "http")]
+            if let Some(m) = &metrics {
+                m.decision(r.server, r.decision, r.reason);
+            }
+            match &audit {
+                Some(audit) => audit.write_record(r),
+                None => Ok(()),
+            }
+        }));
     }
     builder.build().map_err(|e| e.to_string())
 }
@@ -246,6 +298,8 @@ where
         shape: config.shape,
         principal: config.principal,
         assigns: config.assigns,
+        #[cfg(feature = "http")]
+        metrics: config.metrics,
         setup: PipelineSetup {
             baseline: config.baseline,
             approver: config.approver,

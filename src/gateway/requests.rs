@@ -282,10 +282,11 @@ fn from_server<T>(out: &Result<T, CallError>) -> bool {
 
 /// A failure that is not a refusal: the server's own error as it came,
 /// anything else `-32603` naming the server.
-fn failure(server: &str, e: CallError) -> RpcError {
+fn failure(gw: &Shared, server: &str, e: CallError) -> RpcError {
     let from_server = e.rpc.is_some();
     let mut rpc = other_error(e);
     if !from_server {
+        gw.upstream_error(server);
         if let Some(rest) = rpc.message.strip_prefix("mcppol: ") {
             rpc.message = format!("mcppol: server `{server}`: {rest}");
         }
@@ -325,7 +326,9 @@ async fn call_tool(
     }
     let opts = governed(gw, params, &["name", "arguments"], handle);
     let p = &live.pipeline;
+    let started = std::time::Instant::now();
     let out = p.call_tool(own, args, &opts).await;
+    gw.took(server, started);
     if from_server(&out) {
         gw.taint.add(server);
     }
@@ -338,7 +341,7 @@ async fn call_tool(
         // Hidden or unknown on its server: the host's name, as for a
         // server the gateway does not have.
         Err(e) if e.kind == ErrorKind::NotFound => return Err(unknown_tool(name)),
-        Err(e) if e.rpc.is_none() && !is_refusal(&e) => return Err(failure(server, e)),
+        Err(e) if e.rpc.is_none() && !is_refusal(&e) => return Err(failure(gw, server, e)),
         Err(e) => call_answer(server, own, Err(e))?,
     };
     if let Some(cap) = gw.shape {
@@ -384,13 +387,15 @@ async fn read_resource(
         refused_request(gw, "", TargetKind::Resource, Some(uri), reason);
     })?;
     let opts = governed(gw, params, &["uri"], handle);
+    let started = std::time::Instant::now();
     let out = live.pipeline.read_resource(uri, &opts).await;
+    gw.took(&server, started);
     if from_server(&out) {
         gw.taint.add(&server);
     }
     match out {
         Err(e) if e.rpc.is_none() && !matches!(e.kind, ErrorKind::Denied | ErrorKind::Hook) => {
-            Err(failure(&server, e))
+            Err(failure(gw, &server, e))
         }
         out => read_answer(&server, TargetKind::Resource, uri, out),
     }
@@ -424,16 +429,18 @@ async fn get_prompt(
         )
     })?;
     let opts = governed(gw, params, &["name", "arguments"], handle);
+    let started = std::time::Instant::now();
     let out = live
         .pipeline
         .get_prompt(own, params.get("arguments").cloned(), &opts)
         .await;
+    gw.took(server, started);
     if from_server(&out) {
         gw.taint.add(server);
     }
     match out {
         Err(e) if e.rpc.is_none() && !matches!(e.kind, ErrorKind::Denied | ErrorKind::Hook) => {
-            Err(failure(server, e))
+            Err(failure(gw, server, e))
         }
         out => read_answer(server, TargetKind::Prompt, own, out),
     }
@@ -453,15 +460,17 @@ fn refused_request(
     name: Option<&str>,
     reason: &'static str,
 ) {
+    let outcome = Outcome::refused(
+        server.into(),
+        kind,
+        name,
+        By::Stage(Source::Request),
+        reason,
+    );
+    let record = AuditRecord::of(&outcome);
+    gw.count(record.server, record.decision, record.reason);
     if let Some(audit) = &gw.audit {
-        let outcome = Outcome::refused(
-            server.into(),
-            kind,
-            name,
-            By::Stage(Source::Request),
-            reason,
-        );
-        let _ = audit.write_record(&AuditRecord::of(&outcome));
+        let _ = audit.write_record(&record);
     }
 }
 

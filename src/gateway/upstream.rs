@@ -187,6 +187,7 @@ pub(crate) async fn supervise(
                     Ended::Failed(why) => {
                         tracing::warn!(target: "mcppol::gateway", server = %up.id, why = %why, "the server failed: its calls fail until it is back");
                         up.set(State::Down(why));
+                        gw.upstream_error(&up.id);
                         drop(transport);
                         // Gone or broken: whatever is left of its group goes.
                         if let Some(c) = child.as_mut() {
@@ -202,6 +203,7 @@ pub(crate) async fn supervise(
             Err(why) => {
                 tracing::warn!(target: "mcppol::gateway", server = %up.id, why = %why, retry_ms = u64::try_from(backoff.as_millis()).unwrap_or(u64::MAX), "the server cannot be started");
                 up.set(State::Down(why));
+                gw.upstream_error(&up.id);
                 if let Some(r) = ready.take() {
                     let _ = r.send(());
                 }
