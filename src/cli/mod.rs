@@ -20,6 +20,8 @@ mod request_args;
 mod request_file;
 mod table;
 mod test;
+#[cfg(feature = "pipeline")]
+mod tools;
 mod watch;
 
 use std::io::IsTerminal;
@@ -79,9 +81,14 @@ enum Command {
     Proxy(Box<proxy::ProxyArgs>),
     #[cfg(feature = "pipeline")]
     /// One policy in front of every server of an `mcpServers` file, behind
-    /// one MCP endpoint (stdio): tools named SERVER__TOOL, taint kept by
-    /// the gateway.
+    /// one MCP endpoint (stdio or streamable HTTP): tools named
+    /// SERVER__TOOL, taint kept by the gateway.
     Gateway(Box<gateway::GatewayArgs>),
+    #[cfg(feature = "pipeline")]
+    /// Connect to an MCP server (a command after `--`, a server of a
+    /// servers file, or a URL) and write its tools as the JSON that `check
+    /// --tools`, `table` and `lock` read.
+    Tools(tools::ToolsArgs),
     /// Claude Code's permission hook: decide a PreToolUse event read on
     /// stdin, record taint on PostToolUse, clear it on SessionEnd; or print
     /// the settings.json block that installs it.
@@ -151,6 +158,8 @@ pub fn main() -> ExitCode {
         Command::Proxy(args) => proxy::run(*args),
         #[cfg(feature = "pipeline")]
         Command::Gateway(args) => gateway::run(*args),
+        #[cfg(feature = "pipeline")]
+        Command::Tools(args) => tools::run(args),
         Command::ClaudeHook(args) => claude_hook::run(args),
     };
     ExitCode::from(status)

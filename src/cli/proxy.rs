@@ -3,6 +3,7 @@
 //! signal ended it), 2 for usage errors and policies that do not load, 127
 //! when the server cannot be started.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,6 +16,7 @@ use crate::mcp::DEFAULT_MAX_LINE_BYTES;
 use crate::pipeline::command_hooks::{load_settings, CommandHookOptions};
 use crate::pipeline::Baseline;
 use crate::proxy::{self, Audit, Config, Session};
+use crate::servers::{ServerTransport, Servers};
 use crate::store::{Store, Watch};
 use crate::LoadOptions;
 
@@ -26,9 +28,23 @@ pub struct ProxyArgs {
     /// Which policy of the file (needed when it holds several).
     #[arg(long, value_name = "POLICY")]
     name: Option<String>,
-    /// The server's id, as the policy's rules name it (`ID/tool`).
+    /// The server's id, as the policy's rules name it (`ID/tool`); with
+    /// --servers, NAME by default.
     #[arg(long = "server-id", value_name = "ID")]
-    server_id: String,
+    server_id: Option<String>,
+    /// A servers file (the `mcpServers` object hosts use) to take the
+    /// server's command, arguments, environment and folder from, instead
+    /// of `-- COMMAND` (for a launcher that mangles `--`).
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "server",
+        conflicts_with = "command"
+    )]
+    servers: Option<PathBuf>,
+    /// The server of --servers to run.
+    #[arg(long, value_name = "NAME", requires = "servers")]
+    server: Option<String>,
     /// Approved fingerprints; without it, the first listing is approved.
     #[arg(long, value_name = "FILE")]
     lock: Option<PathBuf>,
@@ -62,8 +78,13 @@ pub struct ProxyArgs {
     /// The cap of a tool result shaped for the model (bytes of JSON).
     #[arg(long = "max-result-bytes", value_name = "N", default_value_t = crate::pipeline::DEFAULT_MAX_RESULT_BYTES)]
     max_result_bytes: usize,
-    /// The server command and its arguments.
-    #[arg(last = true, required = true, value_name = "COMMAND")]
+    /// The server command and its arguments (or --servers FILE --server
+    /// NAME).
+    #[arg(
+        last = true,
+        required_unless_present = "servers",
+        value_name = "COMMAND"
+    )]
     command: Vec<String>,
 }
 
@@ -144,11 +165,68 @@ pub(super) fn open_store(
     Ok((store, name))
 }
 
-pub fn run(args: ProxyArgs) -> u8 {
+/// How to start the server: `-- COMMAND`, or an entry of a servers file.
+struct Launch {
+    server_id: String,
+    command: Vec<String>,
+    env: BTreeMap<String, String>,
+    cwd: Option<PathBuf>,
+}
+
+/// The server to start and its id, from `-- COMMAND` and `--server-id`, or
+/// from `--servers FILE --server NAME` (the id NAME unless `--server-id`
+/// says otherwise); a remote server is the gateway's.
+fn launch(args: &mut ProxyArgs) -> Result<Launch, (String, Option<String>)> {
+    let (Some(path), Some(name)) = (&args.servers, &args.server) else {
+        let server_id = args.server_id.take().ok_or((
+            "--server-id is needed with `-- COMMAND`".to_string(),
+            Some("name the server as the policy's rules do: --server-id ID".to_string()),
+        ))?;
+        return Ok(Launch {
+            server_id,
+            command: std::mem::take(&mut args.command),
+            env: BTreeMap::new(),
+            cwd: None,
+        });
+    };
+    let file = Servers::read(path).map_err(|e| (format!("--servers: {e}"), None))?;
+    let spec = file
+        .get(name)
+        .map_err(|e| (format!("--servers `{}`: {e}", path.display()), None))?;
+    let server_id = args.server_id.take().unwrap_or_else(|| spec.id.clone());
+    match &spec.transport {
+        ServerTransport::Stdio {
+            command,
+            args: command_args,
+            env,
+            cwd,
+        } => Ok(Launch {
+            server_id,
+            command: std::iter::once(command.clone())
+                .chain(command_args.iter().cloned())
+                .collect(),
+            env: env.clone(),
+            cwd: cwd.clone(),
+        }),
+        ServerTransport::Http { .. } => Err((
+            format!("server `{name}` is a remote (HTTP) server: `mcppol proxy` runs stdio servers"),
+            Some(format!(
+                "govern a remote server with `mcppol gateway --servers {} ...`",
+                path.display()
+            )),
+        )),
+    }
+}
+
+pub fn run(mut args: ProxyArgs) -> u8 {
     init_logging();
-    if !crate::fingerprint::is_server_id(&args.server_id) {
+    let launch = match launch(&mut args) {
+        Ok(l) => l,
+        Err((message, help)) => return usage_error(&message, help.as_deref()),
+    };
+    if !crate::fingerprint::is_server_id(&launch.server_id) {
         return usage_error(
-            &format!("--server-id `{}` is not a server id", args.server_id),
+            &format!("--server-id `{}` is not a server id", launch.server_id),
             Some("a server id is a non-empty name without `/`"),
         );
     }
@@ -157,7 +235,7 @@ pub fn run(args: ProxyArgs) -> u8 {
         Err(status) => return status,
     };
     if let Some(policy) = store.get(&name) {
-        warn_unnamed_server(&policy, &name, &args.server_id);
+        warn_unnamed_server(&policy, &name, &launch.server_id);
     }
     let baseline = match &args.lock {
         None => Baseline::FirstListing,
@@ -196,12 +274,15 @@ pub fn run(args: ProxyArgs) -> u8 {
     } else {
         protected.policy_file(&args.policy);
     }
-    for file in [&args.lock, &args.audit, &args.hooks].into_iter().flatten() {
+    for file in [&args.lock, &args.audit, &args.hooks, &args.servers]
+        .into_iter()
+        .flatten()
+    {
         protected.file(file);
     }
     let config = Config {
         session: Session {
-            server_id: args.server_id,
+            server_id: launch.server_id,
             store,
             policy_name: name,
             baseline,
@@ -214,7 +295,9 @@ pub fn run(args: ProxyArgs) -> u8 {
             shape: (!args.no_shape).then_some(args.max_result_bytes),
             protected,
         },
-        command: args.command,
+        command: launch.command,
+        env: launch.env,
+        cwd: launch.cwd,
         grace: args.grace,
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()

@@ -262,6 +262,47 @@ pub(crate) fn each_rule_test<'c>(rule: &'c RuleAst, f: &mut dyn FnMut(&'c syntax
     });
 }
 
+/// The `unmatched_tools_entry` warnings (not silenced in the file) of one
+/// loaded policy against one server's listing: the `tools {}` entries that
+/// hide or show none of the tools the server lists. What a pipeline warns
+/// of after a server's first listing (the proxy's and the gateway's start),
+/// by the same check as `check --tools`.
+#[cfg(feature = "pipeline")]
+pub(crate) fn unmatched_tools_entries(
+    policy: &Policy,
+    server: &str,
+    tools: &[serde_json::Value],
+) -> Vec<Diagnostic> {
+    if policy.visibility.is_none() {
+        return Vec::new();
+    }
+    let mut listing = Listing::default();
+    if listing
+        .add(Some(server), &serde_json::Value::Array(tools.to_vec()))
+        .is_err()
+    {
+        return Vec::new();
+    }
+    let source = policy.source();
+    // The policy was compiled from this text: its spans are the AST's.
+    let (file, _) = syntax::parse(source);
+    let Some(ast) = file
+        .policies
+        .iter()
+        .find(|a| a.span == policy.span && a.name.node == policy.name())
+    else {
+        return Vec::new();
+    };
+    let mut cx = Ctx::new(source, ast, policy, Some(&listing));
+    unmatched_tools_entry::check(&mut cx);
+    let mut directives = silence::Directives::read(&file, source);
+    cx.out
+        .into_iter()
+        .filter(|(lint, d)| !directives.silences(lint, ast, d.span))
+        .map(|(_, d)| d)
+        .collect()
+}
+
 /// Parses, compiles and (when there is no error) lints one policy text:
 /// every diagnostic, in text order. What `mcppol check` does for a file.
 pub fn check_text(

@@ -65,6 +65,17 @@ pub async fn connect(
     spec: &ServerSpec,
     options: ConnectOptions,
 ) -> Result<ServerConnection, McpError> {
+    connect_unnamed(spec, options)
+        .await
+        .map_err(|e| named(&spec.id, e))
+}
+
+/// [`connect`], its errors without the server's id (for a caller that
+/// names the server its own way).
+pub(crate) async fn connect_unnamed(
+    spec: &ServerSpec,
+    options: ConnectOptions,
+) -> Result<ServerConnection, McpError> {
     match &spec.transport {
         ServerTransport::Stdio {
             command,
@@ -82,15 +93,13 @@ pub async fn connect(
                 .map(|t| ServerConnection {
                     inner: Inner::Stdio(Box::new(t)),
                 })
-                .map_err(|e| named(&spec.id, e))
         }
         #[cfg(feature = "http")]
         ServerTransport::Http { url, headers } => HttpTransport::connect(url, headers, options)
             .await
             .map(|t| ServerConnection {
                 inner: Inner::Http(Box::new(t)),
-            })
-            .map_err(|e| named(&spec.id, e)),
+            }),
         #[cfg(not(feature = "http"))]
         ServerTransport::Http { .. } => {
             drop(options);

@@ -135,7 +135,36 @@ impl Pipeline {
         }
         let catalog = Arc::new(catalog);
         *self.catalog.write().unwrap_or_else(PoisonError::into_inner) = Some(catalog.clone());
+        if previous.is_none() {
+            self.warn_unmatched_tools_entries(&catalog);
+        }
         Ok(catalog)
+    }
+
+    /// After the first listing: one warning for each `tools {}` entry of
+    /// the policy that hides (or shows) none of the server's tools, likely a
+    /// misspelt name that leaves the tool it meant to hide in view.
+    fn warn_unmatched_tools_entries(&self, catalog: &Catalog) {
+        let Some(policy) = self.policy_snapshot() else {
+            return;
+        };
+        let tools: Vec<Value> = catalog
+            .order
+            .iter()
+            .filter_map(|name| catalog.tools.get(name).map(|e| e.def.clone()))
+            .collect();
+        for d in crate::lint::unmatched_tools_entries(&policy, &self.server, &tools) {
+            let (line, column) = d.line_col();
+            let help = d.help.as_deref().unwrap_or_default();
+            tracing::warn!(
+                target: "mcppol::pipeline",
+                server = %self.server,
+                policy = policy.name(),
+                "{}:{line}:{column}: {} ({help})",
+                d.source.name,
+                d.message
+            );
+        }
     }
 
     pub(super) fn grant_key(&self, principal: Option<&str>, tool: &str, fp: &str) -> GrantKey {

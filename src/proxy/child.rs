@@ -3,6 +3,8 @@
 //! stdin, a grace period, then a kill of the whole group, and always
 //! reaped, so nothing is left running.
 
+use std::collections::BTreeMap;
+use std::path::Path;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
@@ -18,13 +20,22 @@ pub(crate) struct Ended {
     pub(crate) describe: String,
 }
 
-/// Starts `command[0]` with the rest as arguments.
-pub(crate) fn spawn(command: &[String]) -> Result<Child, String> {
+/// Starts `command[0]` with the rest as arguments, `env` added to the
+/// proxy's environment, in `cwd` when given (a servers file's entry).
+pub(crate) fn spawn(
+    command: &[String],
+    env: &BTreeMap<String, String>,
+    cwd: Option<&Path>,
+) -> Result<Child, String> {
     let (program, args) = command
         .split_first()
         .ok_or_else(|| "no server command after `--`".to_string())?;
     let mut cmd = Command::new(program);
+    if let Some(cwd) = cwd {
+        cmd.current_dir(cwd);
+    }
     cmd.args(args)
+        .envs(env)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())

@@ -49,6 +49,11 @@ pub(crate) struct Config {
     pub(crate) session: Session,
     /// The server command and its arguments.
     pub(crate) command: Vec<String>,
+    /// Variables added to the server's environment (a servers file's
+    /// `env`).
+    pub(crate) env: std::collections::BTreeMap<String, String>,
+    /// The folder the server runs in (a servers file's `cwd`).
+    pub(crate) cwd: Option<std::path::PathBuf>,
     /// How long the server has to exit once its stdin is closed.
     pub(crate) grace: Duration,
 }
@@ -157,7 +162,7 @@ impl Shared {
 /// Runs the proxy until the host closes its input or the server exits;
 /// returns the exit status (the server's).
 pub(crate) async fn run(config: Config) -> u8 {
-    let mut child = match child::spawn(&config.command) {
+    let mut child = match child::spawn(&config.command, &config.env, config.cwd.as_deref()) {
         Ok(c) => c,
         Err(message) => {
             eprintln!("error: {message}");

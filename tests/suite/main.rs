@@ -75,6 +75,8 @@ mod proxy_load;
 mod proxy_outcome;
 mod proxy_relay;
 #[cfg(all(feature = "cli", feature = "pipeline"))]
+mod proxy_servers;
+#[cfg(all(feature = "cli", feature = "pipeline"))]
 mod proxy_shown;
 #[cfg(feature = "http")]
 mod remote_e2e;
@@ -94,3 +96,5 @@ mod store_notify;
 #[cfg(feature = "cli")]
 mod tainted_by;
 mod telemetry;
+#[cfg(all(feature = "cli", feature = "pipeline"))]
+mod tools_cli;
