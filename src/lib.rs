@@ -64,6 +64,8 @@ pub mod fuzzing;
 #[cfg(all(test, not(feature = "fuzzing")))]
 #[allow(dead_code, unused_imports)]
 mod fuzzing;
+#[cfg(all(feature = "cli", feature = "pipeline"))]
+mod gateway;
 #[cfg(feature = "http")]
 pub mod http_auth;
 mod io;

@@ -9,6 +9,8 @@ mod explain;
 mod files;
 mod fingerprint;
 mod fmt;
+#[cfg(feature = "pipeline")]
+mod gateway;
 mod inputs;
 mod listing;
 mod lock;
@@ -77,6 +79,11 @@ enum Command {
     /// Enforce a policy in front of a stdio MCP server: relay JSON-RPC
     /// between the host (stdin/stdout) and the server command after `--`.
     Proxy(Box<proxy::ProxyArgs>),
+    #[cfg(feature = "pipeline")]
+    /// One policy in front of every server of an `mcpServers` file, behind
+    /// one MCP endpoint (stdio or streamable HTTP): tools named
+    /// SERVER__TOOL, taint kept by the gateway.
+    Gateway(Box<gateway::GatewayArgs>),
     #[cfg(feature = "pipeline")]
     /// Connect to an MCP server (a command after `--`, a server of a
     /// servers file, or a URL) and write its tools as the JSON that `check
@@ -149,6 +156,8 @@ pub fn main() -> ExitCode {
         Command::Fmt(args) => fmt::run(args),
         #[cfg(feature = "pipeline")]
         Command::Proxy(args) => proxy::run(*args),
+        #[cfg(feature = "pipeline")]
+        Command::Gateway(args) => gateway::run(*args),
         #[cfg(feature = "pipeline")]
         Command::Tools(args) => tools::run(args),
         Command::ClaudeHook(args) => claude_hook::run(args),

@@ -90,7 +90,7 @@ pub struct ProxyArgs {
 
 /// Log lines on stderr through `tracing`; `MCPPOL_LOG` sets the level
 /// (`error`, `warn`, `info`, the default, `debug`, `trace`).
-fn init_logging() {
+pub(super) fn init_logging() {
     let level = std::env::var("MCPPOL_LOG")
         .ok()
         .and_then(|l| l.parse::<tracing::Level>().ok())
@@ -105,7 +105,7 @@ fn init_logging() {
 /// Warns on stderr when no rule, `tools {}` pattern or setting of the
 /// policy names the server id: every call would then be `no_rule`, and
 /// the visibility filter would hide nothing (a misspelt `--server-id`).
-fn warn_unnamed_server(policy: &crate::Policy, name: &str, server_id: &str) {
+pub(super) fn warn_unnamed_server(policy: &crate::Policy, name: &str, server_id: &str) {
     let names = policy.server_names();
     if names.names(server_id) {
         return;
@@ -127,6 +127,42 @@ fn warn_unnamed_server(policy: &crate::Policy, name: &str, server_id: &str) {
     eprintln!(
         "warning: no rule, `tools {{}}` pattern or setting of policy `{name}` names the server id `{server_id}` (it names: {named}): every call will be decided by the default (`no_rule`) and nothing is hidden{hint}"
     );
+}
+
+/// Opens the policy file and picks the policy `--name` names (or the only
+/// one); the usage error's status otherwise.
+pub(super) fn open_store(
+    policy: &std::path::Path,
+    name: Option<&str>,
+) -> Result<(Arc<Store>, String), u8> {
+    let store = match Store::open([policy], LoadOptions::default()) {
+        Ok(s) => Arc::new(s),
+        Err(e) => {
+            eprintln!("{}", e.render(color()));
+            return Err(exit::USAGE);
+        }
+    };
+    let names = store.names();
+    let name = match (name, names.as_slice()) {
+        (Some(n), _) if names.iter().any(|k| k == n) => n.to_string(),
+        (Some(n), _) => {
+            return Err(usage_error(
+                &format!("`{}` holds no policy `{n}`", policy.display()),
+                Some(
+                    &super::name_help(n, &names.iter().map(String::as_str).collect::<Vec<_>>())
+                        .unwrap_or_else(|| format!("it holds: {}", names.join(", "))),
+                ),
+            ))
+        }
+        (None, [only]) => only.clone(),
+        (None, _) => {
+            return Err(usage_error(
+                &format!("`{}` holds several policies", policy.display()),
+                Some(&format!("pick one with --name ({})", names.join(", "))),
+            ))
+        }
+    };
+    Ok((store, name))
 }
 
 /// How to start the server: `-- COMMAND`, or an entry of a servers file.
@@ -194,32 +230,9 @@ pub fn run(mut args: ProxyArgs) -> u8 {
             Some("a server id is a non-empty name without `/`"),
         );
     }
-    let store = match Store::open([&args.policy], LoadOptions::default()) {
-        Ok(s) => Arc::new(s),
-        Err(e) => {
-            eprintln!("{}", e.render(color()));
-            return exit::USAGE;
-        }
-    };
-    let names = store.names();
-    let name = match (&args.name, names.as_slice()) {
-        (Some(n), _) if names.contains(n) => n.clone(),
-        (Some(n), _) => {
-            return usage_error(
-                &format!("`{}` holds no policy `{n}`", args.policy.display()),
-                Some(
-                    &super::name_help(n, &names.iter().map(String::as_str).collect::<Vec<_>>())
-                        .unwrap_or_else(|| format!("it holds: {}", names.join(", "))),
-                ),
-            )
-        }
-        (None, [only]) => only.clone(),
-        (None, _) => {
-            return usage_error(
-                &format!("`{}` holds several policies", args.policy.display()),
-                Some(&format!("pick one with --name ({})", names.join(", "))),
-            )
-        }
+    let (store, name) = match open_store(&args.policy, args.name.as_deref()) {
+        Ok(opened) => opened,
+        Err(status) => return status,
     };
     if let Some(policy) = store.get(&name) {
         warn_unnamed_server(&policy, &name, &launch.server_id);

@@ -235,7 +235,11 @@ fn params_of(request: &Request) -> &Value {
     request.params.as_ref().unwrap_or(&EMPTY)
 }
 
-fn str_param<'a>(params: &'a Value, key: &str, method: &str) -> Result<&'a str, RpcError> {
+pub(crate) fn str_param<'a>(
+    params: &'a Value,
+    key: &str,
+    method: &str,
+) -> Result<&'a str, RpcError> {
     params.get(key).and_then(Value::as_str).ok_or_else(|| {
         RpcError::new(
             codes::INVALID_PARAMS,
@@ -247,7 +251,7 @@ fn str_param<'a>(params: &'a Value, key: &str, method: &str) -> Result<&'a str, 
 /// The request's options: its `_meta`, and every other param but those
 /// the pipeline writes itself (`own`), which go to the server as they came
 /// (a task-augmented call's `task`, what a newer protocol adds).
-fn options(params: &Value, own: &[&str]) -> CallOptions {
+pub(crate) fn options(params: &Value, own: &[&str]) -> CallOptions {
     let mut opts = CallOptions::default();
     if let Some(meta) = params.get("_meta") {
         opts = opts.meta(meta.clone());
@@ -374,7 +378,7 @@ async fn serve(
 
 /// Whether the pipeline's result is the server's, unchanged (no hook
 /// replaced it): then the server's own object is relayed, every key kept.
-fn same_result(result: &ToolResult, raw: &Value) -> bool {
+pub(crate) fn same_result(result: &ToolResult, raw: &Value) -> bool {
     let Some(o) = raw.as_object() else {
         return false;
     };

@@ -17,12 +17,12 @@
 //!   `approve.rs`: the approver command and elicitation; `audit.rs`;
 //! - `child.rs`: starting, stopping and reaping the server.
 
-mod answer;
-mod approve;
+pub(crate) mod answer;
+pub(crate) mod approve;
 mod audit;
-mod child;
-mod host;
-mod roots;
+pub(crate) mod child;
+pub(crate) mod host;
+pub(crate) mod roots;
 mod server;
 mod upstream;
 

@@ -46,6 +46,12 @@ mod faults;
 mod fmt;
 #[cfg(feature = "cli")]
 mod language_cases;
+#[cfg(all(feature = "cli", feature = "pipeline"))]
+mod gateway;
+#[cfg(all(feature = "cli", feature = "pipeline"))]
+mod gateway_e2e;
+#[cfg(all(feature = "cli", feature = "http"))]
+mod gateway_http;
 mod library_errors;
 #[cfg(feature = "pipeline")]
 mod limits;

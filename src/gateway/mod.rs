@@ -1,0 +1,368 @@
+//! `mcppol gateway`: one policy point for many MCP servers behind one MCP
+//! endpoint (see `docs/gateway.md`). The host sees one server whose tools
+//! and prompts are every server's, namespaced `SERVER__NAME`; each server
+//! keeps its own [`Pipeline`] (all on the one store, so a reload changes
+//! every server at once), and the gateway maps each pipeline's outcome to
+//! the host's answer as the proxy does, deciding nothing itself.
+//!
+//! - `naming.rs`: names out and back, resource routes;
+//! - `upstream.rs`: each server's child, connection, pipeline, restarts;
+//!   `transport.rs`: the connection as the pipeline's transport;
+//!   `notes.rs`: a server's notifications to the host;
+//! - `host.rs`: what the host sends; `requests.rs`: each request served;
+//! - `taint.rs`: the session's taint, kept by the gateway itself.
+
+mod host;
+#[cfg(feature = "http")]
+pub(crate) mod http;
+#[cfg(feature = "http")]
+mod http_session;
+#[cfg(feature = "http")]
+pub(crate) mod metrics;
+mod naming;
+mod notes;
+mod requests;
+mod taint;
+mod transport;
+mod upstream;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::watch;
+
+pub(crate) use naming::DEFAULT_SEPARATOR;
+
+use crate::mcp::peer::Peer;
+use crate::mcp::McpError;
+use crate::pipeline::{Baseline, Grants, Hook, Pipeline, PolicySource};
+use crate::proxy::{approve, Audit};
+use crate::servers::ServerSpec;
+use crate::store::Store;
+
+/// The gateway's settings (the command line's flags); over HTTP, each
+/// session's copy with its caller.
+#[derive(Clone)]
+pub(crate) struct Config {
+    /// The servers, in the servers file's order.
+    pub(crate) servers: Vec<ServerSpec>,
+    pub(crate) store: Arc<Store>,
+    pub(crate) policy_name: String,
+    pub(crate) baseline: Baseline,
+    pub(crate) audit: Option<Arc<Audit>>,
+    pub(crate) approver: Option<String>,
+    pub(crate) hooks: Vec<Hook>,
+    /// Between a server id and a tool or prompt name (`__`).
+    pub(crate) separator: String,
+    pub(crate) max_line_bytes: usize,
+    pub(crate) max_pending: usize,
+    pub(crate) call_timeout: Duration,
+    /// How long a server has to answer `initialize`.
+    pub(crate) start_timeout: Duration,
+    /// How long a server has to exit once its stdin is closed.
+    pub(crate) grace: Duration,
+    pub(crate) shape: Option<usize>,
+    pub(crate) protected: crate::protected::Protected,
+    /// Who the session's requests are made for (a bearer token's
+    /// principal over HTTP; none over stdio).
+    pub(crate) principal: Option<String>,
+    /// The principal's `assigns`.
+    pub(crate) assigns: Option<Value>,
+    /// Prometheus metrics (`--metrics`), shared by every session.
+    #[cfg(feature = "http")]
+    pub(crate) metrics: Option<Arc<metrics::Metrics>>,
+}
+
+/// Whether the servers run, and how they are ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stop {
+    Run,
+    /// Input closed, a grace period, then a kill of the group.
+    Grace,
+    /// The gateway got this signal: SIGTERM to each group, then a kill.
+    Signal(i32),
+}
+
+/// What every task of the gateway shares.
+pub(crate) struct Shared {
+    pub(crate) store: Arc<Store>,
+    pub(crate) policy_name: String,
+    pub(crate) host: Arc<Peer>,
+    pub(crate) host_caps: OnceLock<Value>,
+    pub(crate) upstreams: Vec<Arc<upstream::Upstream>>,
+    pub(crate) separator: String,
+    pub(crate) taint: taint::Taint,
+    pub(crate) routes: Mutex<naming::ResourceRoutes>,
+    pub(crate) inflight: Mutex<HashMap<crate::mcp::Id, host::Inflight>>,
+    pub(crate) audit: Option<Arc<Audit>>,
+    pub(crate) max_line_bytes: usize,
+    pub(crate) max_pending: usize,
+    pub(crate) call_timeout: Duration,
+    pub(crate) start_timeout: Duration,
+    pub(crate) grace: Duration,
+    pub(crate) shape: Option<usize>,
+    pub(crate) principal: Option<String>,
+    pub(crate) assigns: Option<Value>,
+    #[cfg(feature = "http")]
+    metrics: Option<Arc<metrics::Metrics>>,
+    setup: PipelineSetup,
+    stop: watch::Sender<Stop>,
+    /// True once every server has come up or failed its first start: the
+    /// host's requests sent before `initialize` was answered wait for it.
+    pub(crate) started: watch::Sender<bool>,
+    supervisors: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+}
+
+/// What each server's pipeline is built with (again at each restart).
+struct PipelineSetup {
+    baseline: Baseline,
+    approver: Option<String>,
+    hooks: Vec<Hook>,
+    protected: crate::protected::Protected,
+}
+
+impl Shared {
+    pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+        m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The server of this id.
+    pub(crate) fn upstream(&self, id: &str) -> Option<&Arc<upstream::Upstream>> {
+        self.upstreams.iter().find(|u| u.id == id)
+    }
+
+    /// Whether the host's `initialize` has been answered (or is about to
+    /// be): before, it is sent no notification, and its first listing is
+    /// still to come.
+    pub(crate) fn host_ready(&self) -> bool {
+        *self.started.borrow()
+    }
+
+    /// One governed request's outcome, for the metrics.
+    pub(crate) fn count(&self, server: &str, decision: &str, reason: &str) {
+        #[cfg(feature = "http")]
+        if let Some(m) = &self.metrics {
+            m.decision(server, decision, reason);
+        }
+        #[cfg(not(feature = "http"))]
+        let _ = (server, decision, reason);
+    }
+
+    /// How long a governed request to `server` took, for the metrics.
+    pub(crate) fn took(&self, server: &str, started: std::time::Instant) {
+        #[cfg(feature = "http")]
+        if let Some(m) = &self.metrics {
+            m.latency(server, started.elapsed());
+        }
+        #[cfg(not(feature = "http"))]
+        let _ = (server, started);
+    }
+
+    /// A server failed (to start, while running, or a request), for the
+    /// metrics.
+    pub(crate) fn upstream_error(&self, server: &str) {
+        #[cfg(feature = "http")]
+        if let Some(m) = &self.metrics {
+            m.upstream_error(server);
+        }
+        #[cfg(not(feature = "http"))]
+        let _ = server;
+    }
+
+    /// A server came up or went down: the host lists again.
+    pub(crate) async fn lists_changed(&self) {
+        if !self.host_ready() {
+            return;
+        }
+        for method in [
+            "notifications/tools/list_changed",
+            "notifications/prompts/list_changed",
+            "notifications/resources/list_changed",
+        ] {
+            self.host.notify(method, None).await;
+        }
+    }
+}
+
+/// Builds a server's pipeline over its new connection.
+pub(crate) fn build_pipeline(
+    gw: &Shared,
+    server: &str,
+    transport: Arc<transport::Kept>,
+    grants: Arc<dyn Grants>,
+) -> Result<Pipeline, String> {
+    let caps = gw.host_caps.get().cloned().unwrap_or(Value::Null);
+    let setup = &gw.setup;
+    let mut builder = Pipeline::builder(
+        server,
+        transport,
+        PolicySource::Store {
+            store: gw.store.clone(),
+            name: gw.policy_name.clone(),
+        },
+    )
+    .baseline(setup.baseline.clone())
+    .hooks(setup.hooks.clone())
+    .grants(grants)
+    // The servers are children on this machine: path tests read links.
+    .local_tool(true)
+    .protect(setup.protected.clone());
+    // Asks are settled in the proxy's order: the command, then the host.
+    if let Some(command) = &setup.approver {
+        builder = builder.approver(approve::ProxyApprover::Command {
+            command: command.clone(),
+            host: gw.host.clone(),
+        });
+    } else if approve::host_elicits(&caps) {
+        builder = builder.approver(approve::ProxyApprover::Elicit(gw.host.clone()));
+    }
+    // One sink for the audit line and the metrics' count.
+    #[cfg(feature = "http")]
+    let metrics = gw.metrics.clone();
+    #[cfg(not(feature = "http"))]
+    let metrics: Option<()> = None;
+    if gw.audit.is_some() || metrics.is_some() {
+        let audit = gw.audit.clone();
+        builder = builder.audit(Arc::new(move |r| {
+            #[cfg(feature = "http")]
+            if let Some(m) = &metrics {
+                m.decision(r.server, r.decision, r.reason);
+            }
+            match &audit {
+                Some(audit) => audit.write_record(r),
+                None => Ok(()),
+            }
+        }));
+    }
+    builder.build().map_err(|e| e.to_string())
+}
+
+/// Runs the gateway over the process's stdin and stdout until the host
+/// closes its input or a signal comes; returns the exit status.
+pub(crate) async fn run_stdio(config: Config) -> u8 {
+    let mut signals = crate::proxy::child::Signals::new();
+    let names: Vec<&str> = config.servers.iter().map(|s| s.id.as_str()).collect();
+    tracing::info!(target: "mcppol::gateway", servers = %names.join(","), policy = %config.policy_name, "the gateway starts (stdio)");
+    let (gw, session) = serve(config, tokio::io::stdin(), tokio::io::stdout());
+    tokio::pin!(session);
+    let signal = tokio::select! {
+        () = &mut session => None,
+        signal = signals.next() => Some(signal),
+    };
+    match signal {
+        None => 0,
+        Some(signal) => {
+            tracing::warn!(target: "mcppol::gateway", signal, "a signal: ending every server's process group");
+            stop_servers(&gw, Stop::Signal(signal)).await;
+            u8::try_from(128 + signal).unwrap_or(1)
+        }
+    }
+}
+
+/// One host session over any byte streams: the gateway's shared state, and
+/// the session, which ends when the host's input does (every server then
+/// stopped, every request still in flight answered).
+pub(crate) fn serve<R, W>(
+    config: Config,
+    host_in: R,
+    host_out: W,
+) -> (Arc<Shared>, impl std::future::Future<Output = ()>)
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let host = Arc::new(Peer::start("host", host_out, config.max_pending, None));
+    let gw = Arc::new(Shared {
+        store: config.store,
+        policy_name: config.policy_name,
+        host: host.clone(),
+        host_caps: OnceLock::new(),
+        upstreams: config
+            .servers
+            .into_iter()
+            .map(|s| Arc::new(upstream::Upstream::new(s)))
+            .collect(),
+        separator: config.separator,
+        taint: taint::Taint::default(),
+        routes: Mutex::default(),
+        inflight: Mutex::default(),
+        audit: config.audit,
+        max_line_bytes: config.max_line_bytes,
+        max_pending: config.max_pending,
+        call_timeout: config.call_timeout,
+        start_timeout: config.start_timeout,
+        grace: config.grace,
+        shape: config.shape,
+        principal: config.principal,
+        assigns: config.assigns,
+        #[cfg(feature = "http")]
+        metrics: config.metrics,
+        setup: PipelineSetup {
+            baseline: config.baseline,
+            approver: config.approver,
+            hooks: config.hooks,
+            protected: config.protected,
+        },
+        stop: watch::channel(Stop::Run).0,
+        started: watch::channel(false).0,
+        supervisors: Mutex::default(),
+    });
+    let session = {
+        let gw = gw.clone();
+        async move {
+            host::read(gw.clone(), host_in).await;
+            tracing::info!(target: "mcppol::gateway", "the host closed the input: stopping every server");
+            gw.host
+                .close(McpError::Transport("the host closed its input".into()));
+            stop_servers(&gw, Stop::Grace).await;
+            for _ in 0..200 {
+                if Shared::lock(&gw.inflight).is_empty() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            host::give_up(&gw).await;
+            gw.host.finish(Duration::from_secs(2)).await;
+        }
+    };
+    (gw, session)
+}
+
+/// Starts every server (once, at the host's `initialize`) and waits until
+/// each has come up or failed its first start.
+pub(crate) async fn start_servers(gw: &Arc<Shared>) {
+    let mut ready = Vec::new();
+    let mut supervisors = Vec::new();
+    for up in &gw.upstreams {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        ready.push(rx);
+        supervisors.push(tokio::spawn(upstream::supervise(
+            gw.clone(),
+            up.clone(),
+            tx,
+            gw.stop.subscribe(),
+        )));
+    }
+    Shared::lock(&gw.supervisors).extend(supervisors);
+    for rx in ready {
+        let _ = rx.await;
+    }
+    gw.started.send_replace(true);
+}
+
+/// Stops every server and waits for each to be reaped.
+async fn stop_servers(gw: &Shared, how: Stop) {
+    let _ = gw.stop.send(how);
+    let supervisors: Vec<_> = Shared::lock(&gw.supervisors).drain(..).collect();
+    for s in supervisors {
+        let _ = s.await;
+    }
+}
+
+/// Checks the separator against the servers' ids (see `naming.rs`).
+pub(crate) fn check_names(ids: &[&str], separator: &str) -> Result<(), String> {
+    naming::check(ids, separator)
+}
