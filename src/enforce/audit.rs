@@ -1,8 +1,9 @@
 //! The audit line: one JSON object a line, the same keys for every
 //! enforcement point that writes one (`mcppol proxy --audit`, `mcppol
 //! claude-hook --audit`): `time`, `server`, `kind`, `name`, `decision`,
-//! `source`, `reason`, `rule_id`, `args_digest`, `approval` and `hook_id`.
-//! Never the arguments, never a result.
+//! `source`, `reason`, `rule_id`, `args_digest`, `approval` and `hook_id`,
+//! and `principal` where the front door knows who called (the gateway's
+//! bearer token). Never the arguments, never a result.
 
 // The line and its writer serve the command line's `--audit` (the proxy,
 // the hook); a host of the pipeline alone gets the record, not a file.
@@ -57,6 +58,10 @@ pub struct AuditRecord<'a> {
     pub approval: &'static str,
     /// `sha256:` of the canonical arguments (tools and prompts with arguments).
     pub args_digest: Option<&'a str>,
+    /// Who the request was made for, where the front door knows it (the
+    /// gateway's bearer token or JWT); the line has no `principal` key
+    /// otherwise.
+    pub principal: Option<&'a str>,
 }
 
 impl<'a> AuditRecord<'a> {
@@ -73,14 +78,21 @@ impl<'a> AuditRecord<'a> {
             hook_id: outcome.hook_id.as_deref(),
             approval: outcome.settled.as_str(),
             args_digest: outcome.args_digest.as_deref(),
+            principal: None,
         }
+    }
+
+    /// The same line, naming who the request was made for.
+    pub fn with_principal(mut self, principal: Option<&'a str>) -> Self {
+        self.principal = principal;
+        self
     }
 
     /// The JSON object, stamped with the time now (the proxy's and the
     /// hook's `--audit` line).
     #[cfg(feature = "cli")]
     pub(crate) fn to_json(self) -> Value {
-        json!({
+        let mut line = json!({
             "time": now(),
             "server": self.server,
             "kind": self.kind,
@@ -92,7 +104,11 @@ impl<'a> AuditRecord<'a> {
             "args_digest": self.args_digest,
             "approval": self.approval,
             "hook_id": self.hook_id,
-        })
+        });
+        if let (Some(principal), Some(map)) = (self.principal, line.as_object_mut()) {
+            map.insert("principal".into(), Value::from(principal));
+        }
+        line
     }
 }
 

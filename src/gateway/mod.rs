@@ -226,7 +226,10 @@ pub(crate) fn build_pipeline(
     let metrics: Option<()> = None;
     if gw.audit.is_some() || metrics.is_some() {
         let audit = gw.audit.clone();
+        // A session's pipelines serve one caller: its lines name them.
+        let principal = gw.principal.clone();
         builder = builder.audit(Arc::new(move |r| {
+            let r = &r.with_principal(principal.as_deref());
             #[cfg(feature = "http")]
             if let Some(m) = &metrics {
                 m.decision(r.server, r.decision, r.reason);

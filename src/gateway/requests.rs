@@ -467,7 +467,7 @@ fn refused_request(
         By::Stage(Source::Request),
         reason,
     );
-    let record = AuditRecord::of(&outcome);
+    let record = AuditRecord::of(&outcome).with_principal(gw.principal.as_deref());
     gw.count(record.server, record.decision, record.reason);
     if let Some(audit) = &gw.audit {
         let _ = audit.write_record(&record);

@@ -269,7 +269,18 @@ fn sessions_the_origin_check_and_the_http_errors() {
 #[test]
 fn a_bearer_token_names_the_principal_and_no_token_is_401() {
     let dir = tempfile::tempdir().unwrap();
-    let g = start(dir.path(), &["--tokens", "TOKENS", "--max-sessions", "2"]);
+    let audit = dir.path().join("audit.jsonl");
+    let g = start(
+        dir.path(),
+        &[
+            "--tokens",
+            "TOKENS",
+            "--max-sessions",
+            "2",
+            "--audit",
+            audit.to_str().unwrap(),
+        ],
+    );
     let (status, h, _) = http(&g, "POST", "/mcp", &[("accept", "application/json")], INIT);
     assert_eq!(
         (status, header(&h, "www-authenticate")),
@@ -290,6 +301,22 @@ fn a_bearer_token_names_the_principal_and_no_token_is_401() {
     );
     let refused = call(&g, &o, &omar, "a__echo", json!({"n": 1}));
     assert_eq!(refused["result"]["isError"], true, "{refused}");
+    // Each audit line names who called.
+    let lines: Vec<Value> = std::fs::read_to_string(&audit)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let who: Vec<(&str, &str)> = lines
+        .iter()
+        .map(|l| {
+            (
+                l["principal"].as_str().unwrap(),
+                l["decision"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(who, [("dana", "allow"), ("omar", "deny")], "{lines:?}");
     // A session is its caller's: omar cannot use dana's.
     let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}).to_string();
     let (status, _, _) = http(
