@@ -76,6 +76,11 @@ pub struct Call<'a> {
     pub input: &'a Value,
     /// The host's built-in tools.
     pub builtins: &'a Builtins,
+    /// The host's name, for reasons.
+    pub host: &'a str,
+    /// Whether the host's answer to this event can ask a person; when it
+    /// cannot, an `ask` is a deny whose reason says how to let it run.
+    pub host_asks: bool,
 }
 
 /// The policy's answer to a call: the verdict, the reason a person and the
@@ -121,7 +126,13 @@ pub fn decide_call(config: &HookConfig, call: &Call<'_>) -> Result<Answer, Strin
             if let Some(why) =
                 protected_reach(&protected, &config.policy, reach, input, call.cwd, home)
             {
-                let outcome = decided(&r.server, &r.tool, &Decision::protected(), input);
+                let outcome = decided(
+                    &r.server,
+                    &r.tool,
+                    &Decision::protected(),
+                    input,
+                    call.host_asks,
+                );
                 let reason = render::hook_protected(&outcome, &why);
                 return Ok(Answer {
                     verdict: outcome.verdict,
@@ -170,7 +181,13 @@ pub fn decide_call(config: &HookConfig, call: &Call<'_>) -> Result<Answer, Strin
         return Err(format!("`{}` gave no request to decide", call.shown));
     };
 
-    let outcome = decided(&reading.server, &reading.tool, &decision, input);
+    let outcome = decided(
+        &reading.server,
+        &reading.tool,
+        &decision,
+        input,
+        call.host_asks,
+    );
     let at = decision
         .rule_id
         .as_ref()
@@ -199,6 +216,9 @@ pub fn decide_call(config: &HookConfig, call: &Call<'_>) -> Result<Answer, Strin
         reason.push_str(&format!(
             "; the session's taint is unknown, so `tainted` fails closed: {why}"
         ));
+    }
+    if decision.decision == Verdict::Ask && !call.host_asks {
+        reason = render::hook_ask_blocked(&reason, call.host);
     }
     Ok(Answer {
         verdict: outcome.verdict,

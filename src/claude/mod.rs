@@ -228,18 +228,20 @@ pub fn run_hook(config: &HookConfig, input: &[u8]) -> HookOutput {
     }
 }
 
-/// The outcome of a `PreToolUse` the policy decided: an ask is settled by
-/// Claude Code, which asks the person (the hook never learns the answer).
+/// The outcome of a tool call the policy decided: an ask is settled by the
+/// host when `host_asks` (Claude Code asks the person and the hook never
+/// learns the answer), and fails (a deny) when the host's hook cannot ask.
 pub(crate) fn decided(
     server: &str,
     tool: &str,
     decision: &Decision,
     args: &serde_json::Value,
+    host_asks: bool,
 ) -> Outcome {
-    let settled = if decision.decision == Verdict::Ask {
-        Settled::Host
-    } else {
-        Settled::NotAsked
+    let settled = match decision.decision {
+        Verdict::Ask if host_asks => Settled::Host,
+        Verdict::Ask => Settled::Failed,
+        _ => Settled::NotAsked,
     };
     Outcome::decided(
         server.into(),
@@ -416,6 +418,8 @@ fn pre_tool_use(config: &HookConfig, event: &Event) -> Result<(HookOutput, Outco
         name: &name,
         input: raw_input,
         builtins: &decide::CLAUDE_BUILTINS,
+        host: "Claude Code",
+        host_asks: true,
     };
     let answer = decide::decide_call(config, &call)?;
     Ok((

@@ -9,6 +9,7 @@ mod explain;
 mod files;
 mod fingerprint;
 mod fmt;
+mod hook;
 mod inputs;
 mod listing;
 mod lock;
@@ -80,6 +81,11 @@ enum Command {
     /// the settings.json block that installs it.
     #[command(name = "claude-hook")]
     ClaudeHook(claude_hook::ClaudeHookArgs),
+    /// The permission hook of an agent host (claude, codex, cursor,
+    /// gemini, copilot, cline, goose, windsurf): decide its pre-tool event
+    /// read on stdin and answer in the form the host blocks on, record
+    /// taint on its post-tool events; or print the block that installs it.
+    Hook(Box<hook::HookArgs>),
 }
 
 /// The status when standard output is closed before everything is written
@@ -143,6 +149,7 @@ pub fn main() -> ExitCode {
         #[cfg(feature = "pipeline")]
         Command::Proxy(args) => proxy::run(*args),
         Command::ClaudeHook(args) => claude_hook::run(args),
+        Command::Hook(args) => hook::run(*args),
     };
     ExitCode::from(status)
 }
