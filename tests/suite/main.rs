@@ -44,6 +44,8 @@ mod explain_agrees;
 #[cfg(feature = "pipeline")]
 mod faults;
 mod fmt;
+#[cfg(feature = "cli")]
+mod hosts;
 mod library_errors;
 #[cfg(feature = "pipeline")]
 mod limits;
