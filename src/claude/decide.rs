@@ -193,8 +193,11 @@ pub fn decide_call(config: &HookConfig, call: &Call<'_>) -> Result<Answer, Strin
         .as_ref()
         .and(decision.rule_span)
         .map(|span| policy.source.line_col(span.start));
+    // The reason names the policy's own verdict: an ask the host cannot
+    // put to a person reads as the ask it is, then why it is blocked.
+    let shown = decided(&reading.server, &reading.tool, &decision, input, true);
     let mut reason = render::hook_decided(
-        &outcome,
+        &shown,
         &decision,
         &policy.name,
         &config.policy.display(),
