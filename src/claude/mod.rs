@@ -62,6 +62,9 @@ pub struct HookConfig {
     pub audit: Option<PathBuf>,
     /// The home folder Claude Code expands `~` to (`HOME`, when absolute).
     pub home: Option<String>,
+    /// The policy, already loaded (by `mcppol serve`'s store); `None`: the
+    /// hook loads `policy` itself.
+    pub preloaded: Option<std::sync::Arc<Policy>>,
 }
 
 impl HookConfig {
@@ -75,6 +78,7 @@ impl HookConfig {
             state_dir: None,
             audit: None,
             home: place::home_from_env(),
+            preloaded: None,
         }
     }
 
@@ -366,6 +370,9 @@ fn resource_taints(tool_name: &str, event: &Event) -> Vec<String> {
 
 /// Loads the policy the hook is run with.
 pub fn load_policy(config: &HookConfig) -> Result<std::sync::Arc<Policy>, String> {
+    if let Some(policy) = &config.preloaded {
+        return Ok(std::sync::Arc::clone(policy));
+    }
     let set = PolicySet::from_file(&config.policy, &LoadOptions::default()).map_err(|e| {
         let file = config.policy.display();
         let Some(first) = e.diagnostics.first() else {

@@ -60,6 +60,7 @@ pub fn run(args: ClaudeHookArgs) -> u8 {
         state_dir: args.state_dir,
         audit: args.audit,
         home: crate::claude::place::home_from_env(),
+        preloaded: None,
     };
     serve_stdio("mcppol claude-hook", |input| run_hook(&config, input))
 }

@@ -17,6 +17,10 @@ pub struct HookArgs {
     pub host: Host,
     #[command(flatten)]
     pub hook: ClaudeHookArgs,
+    /// With --print-settings: install the hook as a call to `mcppol serve`
+    /// at URL (Claude Code's `http` handler) instead of a command.
+    #[arg(long, value_name = "URL", requires = "print_settings")]
+    pub serve: Option<String>,
 }
 
 fn host_name(name: &str) -> Result<Host, String> {
@@ -30,6 +34,9 @@ fn host_name(name: &str) -> Result<Host, String> {
 }
 
 pub fn run(args: HookArgs) -> u8 {
+    if let Some(url) = &args.serve {
+        return print_http_settings(args.host, url);
+    }
     let Some(spec) = args.host.spec() else {
         // Claude Code's hook, byte for byte.
         return claude_hook::run(args.hook);
@@ -53,6 +60,7 @@ pub fn run(args: HookArgs) -> u8 {
         state_dir: hook.state_dir,
         audit: hook.audit,
         home: crate::claude::place::home_from_env(),
+        preloaded: None,
     };
     serve_stdio(&who, |input| hosts::run(spec, &config, input))
 }
@@ -67,6 +75,33 @@ fn print_settings(host: Host, args: &ClaudeHookArgs) -> u8 {
         Err(e) => return usage_error(&format!("cannot find mcppol's own path: {e}"), None),
     };
     let install = settings::install(host, &settings::command(&exe, host, &words));
+    eprintln!("# {}", install.file);
+    print!("{}", install.text);
+    exit::OK
+}
+
+/// `--print-settings --serve URL`: the `http` handler form, for the hosts
+/// whose hooks can call a URL.
+fn print_http_settings(host: Host, url: &str) -> u8 {
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return usage_error(
+            &format!(
+                "--serve `{}`: not an http:// or https:// URL",
+                url.escape_debug()
+            ),
+            None,
+        );
+    }
+    let Some(install) = settings::http_install(host, url) else {
+        return usage_error(
+            &format!(
+                "{}'s hooks run commands, not URLs: install `mcppol hook {}` (the command form)",
+                host.as_str(),
+                host.as_str()
+            ),
+            None,
+        );
+    };
     eprintln!("# {}", install.file);
     print!("{}", install.text);
     exit::OK

@@ -17,6 +17,8 @@ mod lock;
 mod proxy;
 mod request_args;
 mod request_file;
+#[cfg(feature = "http")]
+mod serve;
 mod table;
 mod test;
 mod watch;
@@ -86,6 +88,11 @@ enum Command {
     /// read on stdin and answer in the form the host blocks on, record
     /// taint on its post-tool events; or print the block that installs it.
     Hook(Box<hook::HookArgs>),
+    /// The decision service: every host's hook over loopback HTTP
+    /// (`POST /v1/hooks/HOST`), `POST /v1/decide` and `/v1/explain`, `GET
+    /// /v1/status` and `/healthz`, policies hot-reloaded.
+    #[cfg(feature = "http")]
+    Serve(Box<serve::ServeArgs>),
 }
 
 /// The status when standard output is closed before everything is written
@@ -150,6 +157,8 @@ pub fn main() -> ExitCode {
         Command::Proxy(args) => proxy::run(*args),
         Command::ClaudeHook(args) => claude_hook::run(args),
         Command::Hook(args) => hook::run(*args),
+        #[cfg(feature = "http")]
+        Command::Serve(args) => serve::run(*args),
     };
     ExitCode::from(status)
 }

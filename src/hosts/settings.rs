@@ -147,6 +147,29 @@ pub fn install(host: Host, command: &str) -> Install {
     }
 }
 
+/// The install block that sends `host`'s hook events to `mcppol serve` at
+/// `base` (`POST BASE/v1/hooks/HOST`), for the hosts whose hooks can call a
+/// URL: Claude Code's `http` handler. `None` for the others.
+pub fn http_install(host: Host, base: &str) -> Option<Install> {
+    if host != Host::Claude {
+        return None;
+    }
+    let url = format!("{}/v1/hooks/{}", base.trim_end_matches('/'), host.as_str());
+    let hook = json!([{ "type": "http", "url": url, "timeout": TIMEOUT_SECS }]);
+    let matcher = crate::claude::settings::TAINT_MATCHER;
+    let value = json!({"hooks": {
+        "PreToolUse": [{ "matcher": "*", "hooks": hook }],
+        "PostToolUse": [{ "matcher": matcher, "hooks": hook }],
+        "PostToolUseFailure": [{ "matcher": matcher, "hooks": hook }],
+        "SessionEnd": [{ "hooks": hook }],
+    }});
+    let text = serde_json::to_string_pretty(&value).unwrap_or_else(|_| value.to_string());
+    Some(Install {
+        file: ".claude/settings.json",
+        text: format!("{text}\n"),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

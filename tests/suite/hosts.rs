@@ -3,9 +3,8 @@
 //! and what comes out read by that host's own rules (what it blocks on,
 //! what it asks on, what it runs anyway): decisions, malformed and huge
 //! input, unknown events, hostile session ids, taint carried from a
-//! post-tool event to a later pre-tool event, the install blocks, and a
-//! held-out corpus of calls where no host ever runs a call the policy
-//! denies or asks about.
+//! post-tool event to a later pre-tool event, and the install blocks
+//! (the held-out corpus is `hosts_corpus`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -14,31 +13,31 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 const POLICY: &str = "policies/coding-agent.mcppol";
-const P: &str = "/home/dev/project";
+pub(crate) const P: &str = "/home/dev/project";
 
 /// What a host does with the call, by its own documented rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Effect {
+pub(crate) enum Effect {
     Runs,
     Asks,
     Blocked,
 }
-use Effect::*;
+pub(crate) use Effect::*;
 
-struct Run {
-    status: i32,
-    stdout: String,
-    stderr: String,
+pub(crate) struct Run {
+    pub(crate) status: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
 }
 
-fn fixture(host: &str, name: &str) -> Value {
+pub(crate) fn fixture(host: &str, name: &str) -> Value {
     let text = std::fs::read_to_string(format!("tests/fixtures/hosts/{host}/{name}.json"))
         .unwrap_or_else(|e| panic!("{host}/{name}: {e}"));
     serde_json::from_str(&text).unwrap()
 }
 
 /// `v` with the fields at JSON pointers changed (`null` removes one).
-fn with(mut v: Value, changes: &[(&str, Value)]) -> Value {
+pub(crate) fn with(mut v: Value, changes: &[(&str, Value)]) -> Value {
     for (pointer, new) in changes {
         let (parent, key) = pointer.rsplit_once('/').unwrap();
         let slot = v
@@ -70,12 +69,12 @@ fn hook_bytes(host: &str, state: &Path, input: &[u8], extra: &[&str]) -> Run {
     }
 }
 
-fn hook(host: &str, state: &Path, event: &Value) -> Run {
+pub(crate) fn hook(host: &str, state: &Path, event: &Value) -> Run {
     hook_bytes(host, state, event.to_string().as_bytes(), &[])
 }
 
 /// What `host` does with a pre-tool answer, by its own rules.
-fn effect(host: &str, run: &Run) -> Effect {
+pub(crate) fn effect(host: &str, run: &Run) -> Effect {
     let v: Option<Value> = serde_json::from_str(run.stdout.trim()).ok();
     let field = |k: &str| -> String {
         v.as_ref()
@@ -146,7 +145,7 @@ const SHELLS: [(&str, &str, &str); 7] = [
     ("windsurf", "pre_run_command", "/tool_info/command_line"),
 ];
 
-fn shell(host: &str, command: &str) -> Value {
+pub(crate) fn shell(host: &str, command: &str) -> Value {
     let (_, name, pointer) = SHELLS.iter().find(|(h, _, _)| *h == host).unwrap();
     let value = if host == "copilot" {
         Value::String(json!({ "command": command }).to_string())
@@ -505,55 +504,6 @@ fn hostile_session_ids_never_leave_the_state_folder() {
     );
     let beside: Vec<_> = std::fs::read_dir(root.path()).unwrap().collect();
     assert_eq!(beside.len(), 1, "only the state folder");
-}
-
-/// The held-out corpus: calls in each host's native shape the tests above
-/// do not use, with the decision the policy gives them. No host, by its
-/// own rules, may run a call the policy denies or asks about.
-#[test]
-fn no_host_runs_a_call_the_policy_denies_or_asks_about() {
-    let state = tempfile::tempdir().unwrap();
-    let copilot_args = |v: Value| Value::String(v.to_string());
-    let corpus: Vec<(&str, Value, &str)> = vec![
-        ("codex", with(fixture("codex", "PreToolUse"), &[("/tool_name", json!("apply_patch")), ("/tool_input/command", json!("*** Begin Patch\n*** Add File: /etc/cron.d/x\n+x\n*** End Patch\n"))]), "deny"),
-        ("codex", with(fixture("codex", "PreToolUse"), &[("/tool_name", json!("apply_patch")), ("/tool_input/command", json!("*** Begin Patch\n*** Update File: src/a.rs\n@@\n-a\n+b\n*** End Patch\n"))]), "allow"),
-        ("codex", with(fixture("codex", "PreToolUse"), &[("/tool_name", json!("mcp__mail__send_message")), ("/tool_input", json!({"to": "x"}))]), "ask"),
-        ("codex", shell("codex", "cat ~/.ssh/id_rsa"), "deny"),
-        ("cursor", with(fixture("cursor", "beforeReadFile"), &[("/file_path", json!(format!("{P}/.env")))]), "deny"),
-        ("cursor", with(fixture("cursor", "preToolUse"), &[("/tool_input/file_path", json!("/home/dev/.bashrc"))]), "deny"),
-        ("cursor", with(fixture("cursor", "beforeMCPExecution"), &[("/tool_name", json!("create_issue"))]), "ask"),
-        ("cursor", with(fixture("cursor", "beforeMCPExecution"), &[("/mcp_server_name", Value::Null)]), "deny"),
-        ("gemini", with(fixture("gemini", "BeforeTool"), &[("/tool_name", json!("write_file")), ("/tool_input", json!({"file_path": "../outside.txt", "content": "x"}))]), "deny"),
-        ("gemini", with(fixture("gemini", "BeforeTool"), &[("/tool_name", json!("read_file")), ("/tool_input", json!({"file_path": "src/main.rs"}))]), "allow"),
-        ("gemini", with(fixture("gemini", "BeforeTool-mcp"), &[("/mcp_context", Value::Null), ("/tool_name", json!("mcp_my_srv_send_x"))]), "ask"),
-        ("copilot", with(fixture("copilot", "preToolUse"), &[("/toolName", json!("create")), ("/toolArgs", copilot_args(json!({"path": "/etc/passwd", "file_text": "x"})))]), "deny"),
-        ("copilot", with(fixture("copilot", "preToolUse"), &[("/toolName", json!("view")), ("/toolArgs", copilot_args(json!({"path": "src/main.rs"})))]), "allow"),
-        ("copilot", with(fixture("copilot", "preToolUse"), &[("/toolName", json!("github-get_issue")), ("/toolArgs", copilot_args(json!({"issue_number": 1})))]), "ask"),
-        ("copilot", with(fixture("copilot", "preToolUse"), &[("/toolArgs", json!("{not json"))]), "deny"),
-        ("cline", with(fixture("cline", "PreToolUse"), &[("/preToolUse/toolName", json!("write_to_file")), ("/preToolUse/parameters", json!({"path": "../../x", "content": "x"}))]), "deny"),
-        ("cline", with(fixture("cline", "PreToolUse"), &[("/preToolUse/toolName", json!("read_file")), ("/preToolUse/parameters", json!({"path": "src/main.rs"}))]), "allow"),
-        ("cline", with(fixture("cline", "PreToolUse"), &[("/workspaceRoots", json!(["/a", "/b"])), ("/preToolUse/toolName", json!("read_file")), ("/preToolUse/parameters", json!({"path": "src/main.rs"}))]), "deny"),
-        ("cline", with(fixture("cline", "PreToolUse-mcp"), &[("/preToolUse/parameters/tool_name", json!("send_mail"))]), "ask"),
-        ("goose", with(fixture("goose", "PreToolUse"), &[("/tool_name", json!("developer__text_editor")), ("/tool_input", json!({"command": "write", "path": "/home/dev/.profile", "file_text": "x"}))]), "deny"),
-        ("goose", with(fixture("goose", "PreToolUse"), &[("/tool_name", json!("developer__write")), ("/tool_input", json!({"path": "src/x.rs", "content": "x"}))]), "allow"),
-        ("goose", with(fixture("goose", "PreToolUse"), &[("/tool_name", json!("github__create_issue")), ("/tool_input", json!({}))]), "ask"),
-        ("windsurf", with(fixture("windsurf", "pre_read_code"), &[("/tool_info/file_path", json!("/home/dev/.ssh/id_ed25519"))]), "deny"),
-        ("windsurf", with(fixture("windsurf", "pre_write_code"), &[("/tool_info/file_path", json!("src/lib.rs"))]), "deny"),
-        ("windsurf", with(fixture("windsurf", "pre_mcp_tool_use"), &[("/tool_info/mcp_tool_name", json!("delete_repo"))]), "ask"),
-    ];
-    for (i, (host, event, verdict)) in corpus.iter().enumerate() {
-        let run = hook(host, state.path(), event);
-        let got = effect(host, &run);
-        let ok = match *verdict {
-            "allow" => got == Runs,
-            _ => got != Runs,
-        };
-        assert!(
-            ok,
-            "corpus #{i} {host} ({verdict}): {got:?}: {} {}",
-            run.stdout, run.stderr
-        );
-    }
 }
 
 #[test]

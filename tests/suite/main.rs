@@ -46,6 +46,8 @@ mod faults;
 mod fmt;
 #[cfg(feature = "cli")]
 mod hosts;
+#[cfg(feature = "cli")]
+mod hosts_corpus;
 mod library_errors;
 #[cfg(feature = "pipeline")]
 mod limits;
@@ -77,6 +79,8 @@ mod robustness;
 mod roots;
 mod semantics;
 mod semantics_edge_cases;
+#[cfg(all(feature = "cli", feature = "http"))]
+mod serve;
 #[cfg(feature = "store")]
 mod store;
 #[cfg(feature = "store")]
