@@ -67,6 +67,8 @@ pub mod fuzzing;
 #[cfg(all(test, not(feature = "fuzzing")))]
 #[allow(dead_code, unused_imports)]
 mod fuzzing;
+#[cfg(feature = "http")]
+pub mod http_auth;
 mod io;
 mod limits;
 mod lint;

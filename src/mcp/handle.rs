@@ -149,6 +149,14 @@ impl CallHandle {
         }
     }
 
+    /// The params of the cancellation (without `requestId`), once cancelled:
+    /// what a transport that does not register its requests tells its
+    /// server with.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn cancellation(&self) -> Option<Value> {
+        self.lock().cancelled.clone()
+    }
+
     /// The error of a request the handle cancelled.
     pub(crate) fn cancelled_error() -> McpError {
         McpError::Transport("the request was cancelled".into())

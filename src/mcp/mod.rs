@@ -1,13 +1,17 @@
 //! MCP on the wire: JSON-RPC 2.0 messages, newline-delimited framing with a
 //! bounded line, the [`Transport`] trait the pipeline and the proxy run on,
 //! one role-agnostic peer that the client connection and the proxy share,
-//! a transport over a child process's stdio, and (feature `test-util`) an
+//! a transport over a child process's stdio, (feature `http`) one to a
+//! remote server over streamable HTTP, and (feature `test-util`) an
 //! in-memory one with a scripted server for tests.
 
 // The modules are the crate's own; what a host uses is re-exported below.
+pub(crate) mod connect;
 pub(crate) mod connection;
 pub(crate) mod framing;
 pub(crate) mod handle;
+#[cfg(feature = "http")]
+pub(crate) mod http;
 pub(crate) mod jsonrpc;
 #[cfg(feature = "test-util")]
 pub(crate) mod memory;
@@ -15,9 +19,12 @@ pub(crate) mod peer;
 pub(crate) mod stdio;
 pub(crate) mod transport;
 
+pub use connect::{connect, ServerConnection};
 pub use connection::{ConnectOptions, Connection, DEFAULT_MAX_PENDING, MAX_SERVER_REQUESTS};
 pub use framing::DEFAULT_MAX_LINE_BYTES;
 pub use handle::CallHandle;
+#[cfg(feature = "http")]
+pub use http::{HttpTransport, MAX_REDIRECTS, RESPONSE_MESSAGES_BOUND};
 pub use jsonrpc::{codes, Notification, RpcError};
 #[cfg(feature = "test-util")]
 pub use memory::{text_result, FakeServer, MemoryTransport, ToolHandler, MAX_RECORDED};

@@ -161,9 +161,10 @@ impl RequestHandler for DefaultHandler {
 ///
 /// Implementors provide [`Transport::request`], [`Transport::notify`],
 /// [`Transport::subscribe`] and [`Transport::server`]; the MCP methods are
-/// built on them. The crate has two: [`StdioTransport`](super::StdioTransport)
+/// built on them. The crate has [`StdioTransport`](super::StdioTransport)
 /// (a child process) and [`Connection`](super::Connection) (any pair of
-/// byte streams); with the feature `test-util`, a third, `MemoryTransport`
+/// byte streams); with the feature `http`, `HttpTransport` (a remote server
+/// over streamable HTTP); with the feature `test-util`, `MemoryTransport`
 /// (a scripted server, for tests), which the example below uses.
 ///
 /// # Errors

@@ -74,6 +74,8 @@ mod proxy_outcome;
 mod proxy_relay;
 #[cfg(all(feature = "cli", feature = "pipeline"))]
 mod proxy_shown;
+#[cfg(feature = "http")]
+mod remote_e2e;
 mod robustness;
 #[cfg(feature = "cli")]
 mod roots;
