@@ -10,8 +10,10 @@
 //! - `GET /v1/status` (the store's status) and `GET /healthz`.
 //!
 //! Policies hot-reload through the [`Store`](crate::Store); bodies are
-//! bounded; it listens on loopback only (bearer tokens for other addresses
-//! are not built into this command yet).
+//! bounded. With `--tokens FILE` every route but `/healthz` needs a bearer
+//! token of the file (`crate::http_auth`), and a `/v1/decide` or
+//! `/v1/explain` request is made for the token's principal; without it,
+//! `serve` listens on loopback only.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -32,6 +34,7 @@ use crate::claude::event::MAX_INPUT_BYTES;
 use crate::claude::{run_hook, HookConfig, HookOutput};
 use crate::enforce::render::decision_json;
 use crate::hosts::{self, Host};
+use crate::http_auth::{Authenticator, Principal, TokenFile};
 use crate::{LoadOptions, Policy, Store, Watch};
 
 /// The largest `/v1/decide` or `/v1/explain` body.
@@ -46,7 +49,7 @@ pub struct ServeArgs {
     /// The policy the hooks enforce, when PATH holds several.
     #[arg(long, value_name = "POLICY")]
     pub name: Option<String>,
-    /// The address to listen on; only loopback addresses are accepted.
+    /// The address to listen on; one other than loopback needs --tokens.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8181")]
     pub listen: SocketAddr,
     /// The MCP server ids, comma-separated (see `mcppol hook --servers`).
@@ -58,21 +61,34 @@ pub struct ServeArgs {
     /// Append one JSON line per hook decision to FILE.
     #[arg(long, value_name = "FILE")]
     pub audit: Option<PathBuf>,
+    /// The bearer tokens callers must send (a tokens file: see
+    /// docs/hosts.md); required to listen on an address other than
+    /// loopback.
+    #[arg(long, value_name = "FILE")]
+    pub tokens: Option<PathBuf>,
 }
 
 struct App {
     store: Store,
     name: Option<String>,
     hook: HookConfig,
+    auth: Option<Authenticator>,
 }
 
 pub fn run(args: ServeArgs) -> u8 {
-    if !args.listen.ip().is_loopback() {
+    if !args.listen.ip().is_loopback() && args.tokens.is_none() {
         return usage_error(
-            &format!("--listen {}: not a loopback address", args.listen),
-            Some("mcppol serve answers anyone who can reach it: listen on 127.0.0.1 or ::1 (bearer tokens for other addresses are not built in yet)"),
+            &format!("--listen {}: not a loopback address, and no --tokens", args.listen),
+            Some("without bearer tokens mcppol serve answers anyone who can reach it: listen on 127.0.0.1 or ::1, or give --tokens FILE"),
         );
     }
+    let auth = match &args.tokens {
+        Some(path) => match TokenFile::read(path) {
+            Ok(tokens) => Some(Authenticator::Tokens(tokens)),
+            Err(e) => return usage_error(&format!("--tokens: {e}"), None),
+        },
+        None => None,
+    };
     let store = match Store::open([&args.policy], LoadOptions::default()) {
         Ok(s) => s,
         Err(e) => {
@@ -97,6 +113,7 @@ pub fn run(args: ServeArgs) -> u8 {
             preloaded: None,
         },
         store,
+        auth,
     };
     if let Err(e) = pick(&app, None) {
         return usage_error(&e, Some("give --name POLICY"));
@@ -177,6 +194,29 @@ fn error(status: StatusCode, message: &str) -> Response {
     json_response(status, &json!({ "error": message }))
 }
 
+/// The caller, when `--tokens` is given: `Ok(None)` without it, a 401
+/// (with its `WWW-Authenticate`) for a missing or bad token.
+async fn caller(app: &App, headers: &HeaderMap) -> Result<Option<Principal>, Response> {
+    let Some(auth) = &app.auth else {
+        return Ok(None);
+    };
+    let header = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    match auth.authenticate(header).await {
+        Ok(who) => Ok(Some(who)),
+        Err(e) => {
+            let mut response = error(StatusCode::UNAUTHORIZED, &e.to_string());
+            if let Ok(v) = HeaderValue::from_str(&e.www_authenticate()) {
+                response
+                    .headers_mut()
+                    .insert(axum::http::header::WWW_AUTHENTICATE, v);
+            }
+            Err(response)
+        }
+    }
+}
+
 /// `POST /v1/hooks/HOST`: the hook's answer. Claude Code's `http` handler
 /// reads the hook JSON from a 200 (any other status fails open there), so
 /// every answer is a 200; the exit status a command hook would have had is
@@ -185,6 +225,7 @@ fn error(status: StatusCode, message: &str) -> Response {
 async fn hook(
     State(app): State<Arc<App>>,
     UrlPath(host): UrlPath<String>,
+    headers: HeaderMap,
     body: Bytes,
 ) -> Response {
     let Some(host) = Host::from_name(&host) else {
@@ -193,6 +234,20 @@ async fn hook(
             &format!("`{}` is not a host mcppol hook knows", host.escape_debug()),
         );
     };
+    // A hook's caller is the host: a refusal must be one it blocks on (a
+    // 401 is not, for Claude Code's http handler).
+    if let Err(refused) = caller(&app, &headers).await {
+        let why = format!("mcppol serve refused the request ({})", refused.status());
+        let out = match host.spec() {
+            Some(spec) => hosts::refuse(spec, &why),
+            None => HookOutput {
+                stdout: None,
+                stderr: Some(format!("{}\n", crate::enforce::render::hook_failed(&why))),
+                status: 2,
+            },
+        };
+        return hook_response(host, out);
+    }
     let mut config = app.hook.clone();
     if config.builtin_server.is_empty() {
         config.builtin_server = host.as_str().to_string();
@@ -248,6 +303,7 @@ fn hook_response(host: Host, out: HookOutput) -> Response {
 fn request_of(
     app: &App,
     body: &[u8],
+    who: Option<Principal>,
 ) -> Result<(Arc<Policy>, crate::eval::owned::OwnedRequest), String> {
     let mut value: Value =
         serde_json::from_slice(body).map_err(|e| format!("the body is not JSON: {e}"))?;
@@ -269,12 +325,23 @@ fn request_of(
                 .to_string(),
         );
     }
-    Ok((pick(app, name.as_deref())?, request.request))
+    let mut owned = request.request;
+    // With tokens, the request is made for the token's principal, whatever
+    // the body says.
+    if let Some(who) = who {
+        owned.principal = Some(who.name);
+        owned.assigns = Some(who.assigns);
+    }
+    Ok((pick(app, name.as_deref())?, owned))
 }
 
 /// `POST /v1/decide`: what `eval --format json` prints.
-async fn decide(State(app): State<Arc<App>>, body: Bytes) -> Response {
-    match request_of(&app, &body) {
+async fn decide(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> Response {
+    let who = match caller(&app, &headers).await {
+        Ok(who) => who,
+        Err(refused) => return refused,
+    };
+    match request_of(&app, &body, who) {
         Ok((policy, owned)) => {
             let decision = owned.with_request(|request| policy.decide(request));
             json_response(StatusCode::OK, &decision_json(&decision))
@@ -284,8 +351,12 @@ async fn decide(State(app): State<Arc<App>>, body: Bytes) -> Response {
 }
 
 /// `POST /v1/explain`: what `explain --format json` prints.
-async fn explain(State(app): State<Arc<App>>, body: Bytes) -> Response {
-    match request_of(&app, &body) {
+async fn explain(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> Response {
+    let who = match caller(&app, &headers).await {
+        Ok(who) => who,
+        Err(refused) => return refused,
+    };
+    match request_of(&app, &body, who) {
         Ok((policy, owned)) => {
             let explanation = owned.with_request(|request| policy.explain(request));
             let text = crate::escape::json_text(&explanation.to_json(&policy));
@@ -302,6 +373,9 @@ async fn explain(State(app): State<Arc<App>>, body: Bytes) -> Response {
 
 /// `GET /v1/status`: the store's status (policies, generation, digests,
 /// the last reload error).
-async fn status(State(app): State<Arc<App>>) -> Response {
+async fn status(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    if let Err(refused) = caller(&app, &headers).await {
+        return refused;
+    }
     json_response(StatusCode::OK, &app.store.status().to_json())
 }

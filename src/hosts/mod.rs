@@ -279,6 +279,13 @@ pub fn run(spec: &Spec, config: &HookConfig, input: &[u8]) -> HookOutput {
     }
 }
 
+/// The host's block for an input mcppol refuses before reading it (`why`
+/// says why): what `mcppol serve` answers a hook request without a valid
+/// token.
+pub fn refuse(spec: &Spec, why: &str) -> HookOutput {
+    (spec.answer)(None, &Reply::Block(render::hook_failed(why)))
+}
+
 /// The bytes as a JSON object, and the event it is.
 fn parse_object(input: &[u8], spec: &Spec) -> Result<(Fields, Kind), String> {
     if input.len() > MAX_INPUT_BYTES {

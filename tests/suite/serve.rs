@@ -27,11 +27,16 @@ impl Drop for Server {
 }
 
 fn start(policy: &Path, state: &Path) -> Server {
+    start_with(policy, state, &[])
+}
+
+fn start_with(policy: &Path, state: &Path, extra: &[&str]) -> Server {
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mcppol"))
         .args(["serve", "--listen", "127.0.0.1:0", "--policy"])
         .arg(policy)
         .arg("--state-dir")
         .arg(state)
+        .args(extra)
         .env("HOME", "/home/dev")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -64,12 +69,20 @@ impl Reply {
 
 /// One HTTP/1.1 request on its own connection.
 fn http(server: &Server, method: &str, path: &str, body: &[u8]) -> Reply {
+    http_as(server, None, method, path, body)
+}
+
+/// One request with `token` as its bearer token, if any.
+fn http_as(server: &Server, token: Option<&str>, method: &str, path: &str, body: &[u8]) -> Reply {
     let mut stream = TcpStream::connect(&server.addr).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(20)))
         .unwrap();
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
     let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "{method} {path} HTTP/1.1\r\nHost: {}\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         server.addr,
         body.len()
     );
@@ -255,6 +268,67 @@ fn policies_reload_while_serving() {
 }
 
 #[test]
+fn with_tokens_every_caller_needs_one_and_decides_as_its_principal() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("p.mcppol");
+    std::fs::write(
+        &policy,
+        "policy p {\n  allow ops: \"ops/status\" when principal == \"dana\"\n}\n",
+    )
+    .unwrap();
+    let tokens = dir.path().join("tokens.json");
+    std::fs::write(
+        &tokens,
+        r#"{"tokens": [{"token": "a-long-random-token-for-dana", "principal": "dana"}]}"#,
+    )
+    .unwrap();
+    let server = start_with(
+        &policy,
+        &dir.path().join("state"),
+        &["--tokens", tokens.to_str().unwrap()],
+    );
+    let request = br#"{"tool": "ops/status", "principal": "mallory"}"#;
+    assert_eq!(http(&server, "GET", "/healthz", b"").status, 200);
+    let r = http(&server, "POST", "/v1/decide", request);
+    assert_eq!(r.status, 401);
+    assert!(
+        r.headers.contains("www-authenticate: bearer"),
+        "{}",
+        r.headers
+    );
+    assert_eq!(
+        http_as(
+            &server,
+            Some("wrong-token-wrong-token"),
+            "GET",
+            "/v1/status",
+            b""
+        )
+        .status,
+        401
+    );
+    // The token's principal, not the body's.
+    let r = http_as(
+        &server,
+        Some("a-long-random-token-for-dana"),
+        "POST",
+        "/v1/decide",
+        request,
+    );
+    assert_eq!(r.json()["decision"], "allow", "{}", r.body);
+    // A hook without a token is refused in the host's blocking form.
+    let r = http(
+        &server,
+        "POST",
+        "/v1/hooks/cline",
+        fixture("cline", "PreToolUse").as_bytes(),
+    );
+    assert_eq!((r.status, r.json()["cancel"].clone()), (200, json!(true)));
+    let r = http(&server, "POST", "/v1/hooks/claude", b"{}");
+    assert_eq!(r.json()["hookSpecificOutput"]["permissionDecision"], "deny");
+}
+
+#[test]
 fn serve_refuses_to_listen_off_loopback() {
     let out = crate::common::mcppol()
         .args([
@@ -267,7 +341,9 @@ fn serve_refuses_to_listen_off_loopback() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not a loopback address"));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not a loopback address, and no --tokens")
+    );
 }
 
 #[test]
