@@ -282,6 +282,7 @@ pub fn run(spec: &Spec, config: &HookConfig, input: &[u8]) -> HookOutput {
 /// The host's block for an input mcppol refuses before reading it (`why`
 /// says why): what `mcppol serve` answers a hook request without a valid
 /// token.
+#[cfg(feature = "http")]
 pub fn refuse(spec: &Spec, why: &str) -> HookOutput {
     (spec.answer)(None, &Reply::Block(render::hook_failed(why)))
 }
