@@ -6,16 +6,14 @@
 
 use serde_json::{json, Value};
 
-use crate::hosts::{effect, fixture, hook, shell, with, Runs, P};
+use crate::hosts::{effect, fixture, hook, shell, with, Effect, Run, Runs, P};
 
 /// The held-out corpus: calls in each host's native shape the tests above
 /// do not use, with the decision the policy gives them. No host, by its
 /// own rules, may run a call the policy denies or asks about.
-#[test]
-fn no_host_runs_a_call_the_policy_denies_or_asks_about() {
-    let state = tempfile::tempdir().unwrap();
+fn corpus() -> Vec<(&'static str, Value, &'static str)> {
     let copilot_args = |v: Value| Value::String(v.to_string());
-    let corpus: Vec<(&str, Value, &str)> = vec![
+    vec![
         ("codex", with(fixture("codex", "PreToolUse"), &[("/tool_name", json!("apply_patch")), ("/tool_input/command", json!("*** Begin Patch\n*** Add File: /etc/cron.d/x\n+x\n*** End Patch\n"))]), "deny"),
         ("codex", with(fixture("codex", "PreToolUse"), &[("/tool_name", json!("apply_patch")), ("/tool_input/command", json!("*** Begin Patch\n*** Update File: src/a.rs\n@@\n-a\n+b\n*** End Patch\n"))]), "allow"),
         ("codex", with(fixture("codex", "PreToolUse"), &[("/tool_name", json!("mcp__mail__send_message")), ("/tool_input", json!({"to": "x"}))]), "ask"),
@@ -41,18 +39,76 @@ fn no_host_runs_a_call_the_policy_denies_or_asks_about() {
         ("windsurf", with(fixture("windsurf", "pre_read_code"), &[("/tool_info/file_path", json!("/home/dev/.ssh/id_ed25519"))]), "deny"),
         ("windsurf", with(fixture("windsurf", "pre_write_code"), &[("/tool_info/file_path", json!("src/lib.rs"))]), "deny"),
         ("windsurf", with(fixture("windsurf", "pre_mcp_tool_use"), &[("/tool_info/mcp_tool_name", json!("delete_repo"))]), "ask"),
-    ];
-    for (i, (host, event, verdict)) in corpus.iter().enumerate() {
+    ]
+}
+
+/// Whether a host that did `got` obeyed a policy that said `verdict`.
+fn obeyed(verdict: &str, got: Effect) -> bool {
+    match verdict {
+        "allow" => got == Runs,
+        _ => got != Runs,
+    }
+}
+
+#[test]
+fn no_host_runs_a_call_the_policy_denies_or_asks_about() {
+    let state = tempfile::tempdir().unwrap();
+    for (i, (host, event, verdict)) in corpus().iter().enumerate() {
         let run = hook(host, state.path(), event);
         let got = effect(host, &run);
-        let ok = match *verdict {
-            "allow" => got == Runs,
-            _ => got != Runs,
-        };
         assert!(
-            ok,
+            obeyed(verdict, got),
             "corpus #{i} {host} ({verdict}): {got:?}: {} {}",
-            run.stdout, run.stderr
+            run.stdout,
+            run.stderr
+        );
+    }
+}
+
+/// The same corpus through `mcppol serve`: the answer's body and its
+/// `mcppol-exit-status` are what the command hook prints and exits with.
+#[cfg(feature = "http")]
+#[test]
+fn through_serve_no_host_runs_a_call_the_policy_denies_or_asks_about() {
+    let state = tempfile::tempdir().unwrap();
+    let server = crate::serve::start(
+        std::path::Path::new("policies/coding-agent.mcppol"),
+        state.path(),
+    );
+    for (i, (host, event, verdict)) in corpus().iter().enumerate() {
+        let reply = crate::serve::http(
+            &server,
+            "POST",
+            &format!("/v1/hooks/{host}"),
+            event.to_string().as_bytes(),
+        );
+        let status = reply
+            .headers
+            .lines()
+            .find_map(|l| l.strip_prefix("mcppol-exit-status: "))
+            .unwrap_or_else(|| panic!("no exit status: {}", reply.headers))
+            .trim()
+            .parse()
+            .unwrap();
+        let json = reply.headers.contains("content-type: application/json");
+        let run = Run {
+            status,
+            stdout: if json {
+                reply.body.clone()
+            } else {
+                String::new()
+            },
+            stderr: if json {
+                String::new()
+            } else {
+                reply.body.clone()
+            },
+        };
+        let got = effect(host, &run);
+        assert!(
+            obeyed(verdict, got),
+            "serve corpus #{i} {host} ({verdict}): {got:?}: {}",
+            reply.body
         );
     }
 }

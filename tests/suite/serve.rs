@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-struct Server {
+pub(crate) struct Server {
     child: Child,
     addr: String,
 }
@@ -26,7 +26,7 @@ impl Drop for Server {
     }
 }
 
-fn start(policy: &Path, state: &Path) -> Server {
+pub(crate) fn start(policy: &Path, state: &Path) -> Server {
     start_with(policy, state, &[])
 }
 
@@ -55,10 +55,10 @@ fn start_with(policy: &Path, state: &Path, extra: &[&str]) -> Server {
     Server { child, addr }
 }
 
-struct Reply {
-    status: u16,
-    headers: String,
-    body: String,
+pub(crate) struct Reply {
+    pub(crate) status: u16,
+    pub(crate) headers: String,
+    pub(crate) body: String,
 }
 
 impl Reply {
@@ -68,7 +68,7 @@ impl Reply {
 }
 
 /// One HTTP/1.1 request on its own connection.
-fn http(server: &Server, method: &str, path: &str, body: &[u8]) -> Reply {
+pub(crate) fn http(server: &Server, method: &str, path: &str, body: &[u8]) -> Reply {
     http_as(server, None, method, path, body)
 }
 
