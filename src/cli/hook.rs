@@ -10,6 +10,15 @@ use crate::claude::HookConfig;
 use crate::hosts::{self, settings, Host};
 
 #[derive(Args, Debug)]
+#[command(mut_arg("builtin_server", |a| a.help(
+    "The server the host's built-in tools belong to [default: the host's name]"
+)))]
+#[command(mut_arg("audit", |a| a.help(
+    "Append one JSON line per pre-tool event decided to FILE; a call whose line cannot be written is denied (audit_failed)"
+)))]
+#[command(mut_arg("print_settings", |a| a.help(
+    "Print the block that installs the hook in the host (its file on stderr), and exit"
+)))]
 pub struct HookArgs {
     /// The agent host whose hook events are read and answered: claude,
     /// codex, cursor, gemini, copilot, cline, goose or windsurf.
