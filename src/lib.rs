@@ -40,8 +40,11 @@ extern crate alloc;
 mod claude;
 #[cfg(feature = "cli")]
 mod cli;
+// `mcppol hook HOST`: every agent host's permission hook.
 mod compile;
 mod diagnostics;
+#[cfg(feature = "cli")]
+mod hosts;
 // The core of one governed request: the outcome, the audit record, the
 // renderer, the command runner (what the hook, the proxy and the pipeline
 // share).

@@ -22,13 +22,13 @@
 //! Claude-style command hooks run inside the pipeline are
 //! `crate::pipeline::command_hooks`.
 
+pub mod decide;
 pub mod event;
 pub mod names;
 pub mod place;
 pub mod settings;
 pub mod taint;
 
-use std::borrow::Cow;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
@@ -38,7 +38,8 @@ use crate::enforce::audit::{AuditFile, AuditRecord};
 use crate::enforce::{render, By, Outcome, Settled};
 use crate::policy::{Cond, Test};
 use crate::protected::Protected;
-use crate::{Decision, Links, LoadOptions, Policy, PolicySet, Request, TargetKind, Verdict};
+use crate::{Decision, LoadOptions, Policy, PolicySet, TargetKind, Verdict};
+pub use decide::protected_write;
 use event::{Event, EventKind};
 use names::{ToolName, DEFAULT_BUILTIN_SERVER};
 use taint::TaintStore;
@@ -61,6 +62,9 @@ pub struct HookConfig {
     pub audit: Option<PathBuf>,
     /// The home folder Claude Code expands `~` to (`HOME`, when absolute).
     pub home: Option<String>,
+    /// The policy, already loaded (by `mcppol serve`'s store); `None`: the
+    /// hook loads `policy` itself.
+    pub preloaded: Option<std::sync::Arc<Policy>>,
 }
 
 impl HookConfig {
@@ -74,6 +78,7 @@ impl HookConfig {
             state_dir: None,
             audit: None,
             home: place::home_from_env(),
+            preloaded: None,
         }
     }
 
@@ -97,7 +102,7 @@ impl HookConfig {
         p
     }
 
-    fn check(&self) -> Result<(), String> {
+    pub(crate) fn check(&self) -> Result<(), String> {
         let bad = |what: &str, id: &str| {
             format!(
                 "{what} `{}` is not a server id (it must be non-empty and hold no `/`)",
@@ -117,7 +122,7 @@ impl HookConfig {
         Ok(())
     }
 
-    fn store(&self) -> Result<TaintStore, String> {
+    pub(crate) fn store(&self) -> Result<TaintStore, String> {
         match &self.state_dir {
             Some(dir) => Ok(TaintStore::new(dir)),
             None => TaintStore::default_dir().map(TaintStore::new),
@@ -227,13 +232,20 @@ pub fn run_hook(config: &HookConfig, input: &[u8]) -> HookOutput {
     }
 }
 
-/// The outcome of a `PreToolUse` the policy decided: an ask is settled by
-/// Claude Code, which asks the person (the hook never learns the answer).
-fn decided(server: &str, tool: &str, decision: &Decision, args: &serde_json::Value) -> Outcome {
-    let settled = if decision.decision == Verdict::Ask {
-        Settled::Host
-    } else {
-        Settled::NotAsked
+/// The outcome of a tool call the policy decided: an ask is settled by the
+/// host when `host_asks` (Claude Code asks the person and the hook never
+/// learns the answer), and fails (a deny) when the host's hook cannot ask.
+pub(crate) fn decided(
+    server: &str,
+    tool: &str,
+    decision: &Decision,
+    args: &serde_json::Value,
+    host_asks: bool,
+) -> Outcome {
+    let settled = match decision.decision {
+        Verdict::Ask if host_asks => Settled::Host,
+        Verdict::Ask => Settled::Failed,
+        _ => Settled::NotAsked,
     };
     Outcome::decided(
         server.into(),
@@ -273,7 +285,7 @@ fn failed(config: &HookConfig, event: &Event) -> Outcome {
 }
 
 /// Appends the audit line of `outcome` to `path` (created when missing).
-fn append_audit(path: &Path, outcome: &Outcome) -> std::io::Result<()> {
+pub(crate) fn append_audit(path: &Path, outcome: &Outcome) -> std::io::Result<()> {
     AuditFile::open(path)?.append(&AuditRecord::of(outcome))
 }
 
@@ -286,7 +298,7 @@ fn guarded(kind: EventKind, f: impl FnOnce() -> Result<HookOutput, String>) -> H
     }
 }
 
-fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
     let what = payload
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
@@ -358,6 +370,9 @@ fn resource_taints(tool_name: &str, event: &Event) -> Vec<String> {
 
 /// Loads the policy the hook is run with.
 pub fn load_policy(config: &HookConfig) -> Result<std::sync::Arc<Policy>, String> {
+    if let Some(policy) = &config.preloaded {
+        return Ok(std::sync::Arc::clone(policy));
+    }
     let set = PolicySet::from_file(&config.policy, &LoadOptions::default()).map_err(|e| {
         let file = config.policy.display();
         let Some(first) = e.diagnostics.first() else {
@@ -396,14 +411,6 @@ pub fn uses_taint(policy: &Policy) -> bool {
         .any(|r| r.condition.as_ref().is_some_and(walk))
 }
 
-fn rank(v: Verdict) -> u8 {
-    match v {
-        Verdict::Allow => 0,
-        Verdict::Ask => 1,
-        Verdict::Deny => 2,
-    }
-}
-
 fn pre_tool_use(config: &HookConfig, event: &Event) -> Result<(HookOutput, Outcome), String> {
     let session = event.session_id()?;
     let cwd = event.cwd()?;
@@ -411,148 +418,21 @@ fn pre_tool_use(config: &HookConfig, event: &Event) -> Result<(HookOutput, Outco
     let raw_input = event.tool_input()?;
     config.check()?;
     let name = ToolName::parse(tool_name, &config.servers, &config.builtin_server)?;
-    // A built-in tool's path, placed as Claude Code will place it.
-    let input: Cow<'_, serde_json::Value> = match &name {
-        ToolName::Builtin(r) => {
-            place::place_input(&r.tool, raw_input, cwd, config.home.as_deref())?
-        }
-        ToolName::Mcp(_) => Cow::Borrowed(raw_input),
+    let call = decide::Call {
+        session,
+        cwd: Some(cwd),
+        shown: tool_name,
+        name: &name,
+        input: raw_input,
+        builtins: &decide::CLAUDE_BUILTINS,
+        host: "Claude Code",
+        host_asks: true,
     };
-    let input = input.as_ref();
-    // The fixed rule, before any policy rule.
-    // Only the writing tools and the shell can reach a protected file.
-    let reaches = |tool: &str| place::WRITE_TOOLS.contains(&tool) || tool == "Bash";
-    if let ToolName::Builtin(r) = &name {
-        let protected = if reaches(&r.tool) {
-            config.protected()
-        } else {
-            Protected::new()
-        };
-        let home = config.home.as_deref();
-        if let Some(why) =
-            protected_write(&protected, &config.policy, &r.tool, input, Some(cwd), home)
-        {
-            let outcome = decided(&r.server, &r.tool, &Decision::protected(), input);
-            let reason = render::hook_protected(&outcome, &why);
-            return Ok((HookOutput::permission(outcome.verdict, &reason), outcome));
-        }
-    }
-    let policy = load_policy(config)?;
-
-    let (taint, unknown) = if uses_taint(&policy) {
-        match config.store().and_then(|s| s.read(session)) {
-            Ok(t) => (t, None),
-            Err(why) => (Vec::new(), Some(why)),
-        }
-    } else {
-        (Vec::new(), None)
-    };
-    let taint_refs: Vec<&str> = taint.iter().map(String::as_str).collect();
-
-    let readings = name.readings();
-    let mut strictest = None;
-    for reading in readings {
-        let mut request = Request::tool(&reading.server, &reading.tool)
-            .with_args(input)
-            .with_taint(&taint_refs)
-            .with_cwd(cwd)
-            // Claude Code's tools act on this machine: path tests read
-            // symbolic links (unless the policy sets `resolve_links off`).
-            .with_links(Links::ThisMachine);
-        if unknown.is_some() {
-            request = request.with_taint_unknown();
-        }
-        let decision = policy.decide(&request);
-        let stricter = strictest
-            .as_ref()
-            .is_none_or(|(_, d): &(_, crate::Decision)| rank(decision.decision) > rank(d.decision));
-        if stricter {
-            strictest = Some((reading, decision));
-        }
-    }
-    let Some((reading, decision)) = strictest else {
-        return Err(format!("`{tool_name}` gave no request to decide"));
-    };
-
-    let outcome = decided(&reading.server, &reading.tool, &decision, input);
-    let at = decision
-        .rule_id
-        .as_ref()
-        .and(decision.rule_span)
-        .map(|span| policy.source.line_col(span.start));
-    let mut reason = render::hook_decided(
-        &outcome,
-        &decision,
-        &policy.name,
-        &config.policy.display(),
-        at,
-    );
-    if readings.len() > 1 {
-        reason.push_str(&format!(
-            "; `{tool_name}` reads {} ways ({}) and the strictest decision stands",
-            readings.len(),
-            readings
-                .iter()
-                .map(|r| format!("{}/{}", r.server, r.tool))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-    if let Some(why) = unknown {
-        reason.push_str(&format!(
-            "; the session's taint is unknown, so `tainted` fails closed: {why}"
-        ));
-    }
-    Ok((HookOutput::permission(outcome.verdict, &reason), outcome))
-}
-
-/// Why a built-in tool's call writes a protected file, if it does: a
-/// `Write`, `Edit`, `MultiEdit` or `NotebookEdit` of a protected path
-/// (placed, relative paths from `cwd`, links resolved), or a `Bash`
-/// command line that names one. `policy` names the enforced policy in the
-/// reason. `mcppol explain` shows the same fixed rule.
-pub fn protected_write(
-    protected: &Protected,
-    policy: &Path,
-    tool: &str,
-    input: &serde_json::Value,
-    cwd: Option<&str>,
-    home: Option<&str>,
-) -> Option<String> {
-    if place::WRITE_TOOLS.contains(&tool) {
-        let key = place::path_argument(tool)?;
-        let path = input.get(key)?.as_str()?;
-        let full = match cwd {
-            _ if path.starts_with('/') => PathBuf::from(path),
-            Some(cwd) if cwd.starts_with('/') => Path::new(cwd).join(path),
-            _ => {
-                return Some(format!(
-                    "`{key}` is the relative path `{}` and the working folder is not an absolute path, so mcppol cannot tell whether it names a protected file",
-                    path.escape_debug()
-                ))
-            }
-        };
-        return protected.covers(&full).then(|| {
-            format!(
-                "`{}` is, or resolves to, a file this hook enforces or keeps (its policy `{}`, the .mcppoltest and lock files beside it, or its state folder)",
-                path.escape_debug(),
-                policy.display()
-            )
-        });
-    }
-    if tool == "Bash" {
-        let command = input.get("command")?.as_str()?;
-        let word = protected
-            .shell_words(home)
-            .into_iter()
-            .find(|w| command.contains(w.as_str()))?;
-        return Some(format!(
-            "the command names `{}`, a file or folder this hook enforces or keeps (its policy `{}`, the .mcppoltest and lock files beside it, or its state folder)",
-            word.escape_debug(),
-            policy.display()
-        ));
-    }
-    None
+    let answer = decide::decide_call(config, &call)?;
+    Ok((
+        HookOutput::permission(answer.verdict, &answer.reason),
+        answer.outcome,
+    ))
 }
 
 #[cfg(test)]

@@ -131,9 +131,21 @@ pub fn place_input<'a>(
     cwd: &str,
     home: Option<&str>,
 ) -> Result<Cow<'a, Value>, String> {
-    let Some(key) = path_argument(tool) else {
-        return Ok(Cow::Borrowed(input));
-    };
+    match path_argument(tool) {
+        Some(key) => place_key(tool, key, input, cwd, home),
+        None => Ok(Cow::Borrowed(input)),
+    }
+}
+
+/// `input` with its argument `key` (the path of tool `tool`) placed; see
+/// [`place_input`].
+pub fn place_key<'a>(
+    tool: &str,
+    key: &str,
+    input: &'a Value,
+    cwd: &str,
+    home: Option<&str>,
+) -> Result<Cow<'a, Value>, String> {
     let Some(Value::String(path)) = input.get(key) else {
         return Ok(Cow::Borrowed(input));
     };

@@ -10,7 +10,7 @@ use super::{color, exit, usage_error};
 use crate::claude::event::MAX_INPUT_BYTES;
 use crate::claude::names::DEFAULT_BUILTIN_SERVER;
 use crate::claude::settings::{command, settings, shell_quote, DEFAULT_POLICY};
-use crate::claude::{load_policy, run_hook, HookConfig};
+use crate::claude::{load_policy, run_hook, HookConfig, HookOutput};
 
 #[derive(Args, Debug)]
 pub struct ClaudeHookArgs {
@@ -60,17 +60,24 @@ pub fn run(args: ClaudeHookArgs) -> u8 {
         state_dir: args.state_dir,
         audit: args.audit,
         home: crate::claude::place::home_from_env(),
+        preloaded: None,
     };
+    serve_stdio("mcppol claude-hook", |input| run_hook(&config, input))
+}
+
+/// Reads the hook input from stdin (bounded), hands it to `hook`, and
+/// writes what it answers. `who` starts the messages of a failure.
+pub(super) fn serve_stdio(who: &str, hook: impl FnOnce(&[u8]) -> HookOutput) -> u8 {
     let mut input = Vec::new();
     let read = std::io::stdin()
         .lock()
         .take(MAX_INPUT_BYTES as u64 + 1)
         .read_to_end(&mut input);
     if let Err(e) = read {
-        eprintln!("mcppol claude-hook: cannot read the hook input: {e}");
+        eprintln!("{who}: cannot read the hook input: {e}");
         return exit::USAGE;
     }
-    let out = run_hook(&config, &input);
+    let out = hook(&input);
     if let Some(text) = &out.stderr {
         let _ = std::io::stderr().write_all(text.as_bytes());
     }
@@ -82,7 +89,7 @@ pub fn run(args: ClaudeHookArgs) -> u8 {
             .is_err()
         {
             // The decision could not be handed over: block.
-            eprintln!("mcppol claude-hook: cannot write the decision");
+            eprintln!("{who}: cannot write the decision");
             return exit::USAGE;
         }
     }
@@ -96,6 +103,32 @@ fn absolute(path: &Path) -> Result<PathBuf, String> {
 }
 
 fn print_settings(args: &ClaudeHookArgs) -> u8 {
+    let words = match hook_words(args, Some(DEFAULT_POLICY)) {
+        Ok(words) => words,
+        Err(status) => return status,
+    };
+    let exe = match std::env::current_exe() {
+        Ok(p) => p.to_string_lossy().into_owned(),
+        Err(e) => return usage_error(&format!("cannot find mcppol's own path: {e}"), None),
+    };
+    let block = settings(&command(&exe, &words));
+    match serde_json::to_string_pretty(&block) {
+        Ok(text) => {
+            println!("{text}");
+            exit::OK
+        }
+        Err(e) => usage_error(&format!("cannot print the settings: {e}"), None),
+    }
+}
+
+/// The hook's flags as shell words for its installed command line: the
+/// policy (checked to load, made absolute; `default_policy` when none is
+/// given, or a usage error when there is no default) and every other flag
+/// given. `Err` is the exit status after the error is printed.
+pub(super) fn hook_words(
+    args: &ClaudeHookArgs,
+    default_policy: Option<&str>,
+) -> Result<Vec<String>, u8> {
     let mut words = Vec::new();
     match &args.policy {
         Some(p) => {
@@ -109,18 +142,24 @@ fn print_settings(args: &ClaudeHookArgs) -> u8 {
                 if let Err(e) = crate::PolicySet::from_file(p, &Default::default()) {
                     eprint!("{}", e.render(color()));
                 }
-                return usage_error(&why, Some("fix the policy first: `mcppol check FILE`"));
+                return Err(usage_error(
+                    &why,
+                    Some("fix the policy first: `mcppol check FILE`"),
+                ));
             }
-            let p = match absolute(p) {
-                Ok(p) => p,
-                Err(e) => return usage_error(&e, None),
-            };
+            let p = absolute(p).map_err(|e| usage_error(&e, None))?;
             words.push("--policy".to_string());
             words.push(shell_quote(&p.to_string_lossy()));
         }
         None => {
+            let Some(default) = default_policy else {
+                return Err(usage_error(
+                    "give --policy FILE: the policy the installed hook enforces",
+                    None,
+                ));
+            };
             words.push("--policy".to_string());
-            words.push(DEFAULT_POLICY.to_string());
+            words.push(default.to_string());
         }
     }
     if let Some(n) = &args.name {
@@ -136,31 +175,14 @@ fn print_settings(args: &ClaudeHookArgs) -> u8 {
         words.push(shell_quote(b));
     }
     if let Some(d) = &args.state_dir {
-        let d = match absolute(d) {
-            Ok(d) => d,
-            Err(e) => return usage_error(&e, None),
-        };
+        let d = absolute(d).map_err(|e| usage_error(&e, None))?;
         words.push("--state-dir".into());
         words.push(shell_quote(&d.to_string_lossy()));
     }
     if let Some(a) = &args.audit {
-        let a = match absolute(a) {
-            Ok(a) => a,
-            Err(e) => return usage_error(&e, None),
-        };
+        let a = absolute(a).map_err(|e| usage_error(&e, None))?;
         words.push("--audit".into());
         words.push(shell_quote(&a.to_string_lossy()));
     }
-    let exe = match std::env::current_exe() {
-        Ok(p) => p.to_string_lossy().into_owned(),
-        Err(e) => return usage_error(&format!("cannot find mcppol's own path: {e}"), None),
-    };
-    let block = settings(&command(&exe, &words));
-    match serde_json::to_string_pretty(&block) {
-        Ok(text) => {
-            println!("{text}");
-            exit::OK
-        }
-        Err(e) => usage_error(&format!("cannot print the settings: {e}"), None),
-    }
+    Ok(words)
 }

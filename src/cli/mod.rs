@@ -11,6 +11,7 @@ mod fingerprint;
 mod fmt;
 #[cfg(feature = "pipeline")]
 mod gateway;
+mod hook;
 mod inputs;
 mod listing;
 mod lock;
@@ -18,6 +19,8 @@ mod lock;
 mod proxy;
 mod request_args;
 mod request_file;
+#[cfg(feature = "http")]
+mod serve;
 mod table;
 mod test;
 #[cfg(feature = "pipeline")]
@@ -94,6 +97,16 @@ enum Command {
     /// the settings.json block that installs it.
     #[command(name = "claude-hook")]
     ClaudeHook(claude_hook::ClaudeHookArgs),
+    /// The permission hook of an agent host (claude, codex, cursor,
+    /// gemini, copilot, cline, goose, windsurf): decide its pre-tool event
+    /// read on stdin and answer in the form the host blocks on, record
+    /// taint on its post-tool events; or print the block that installs it.
+    Hook(Box<hook::HookArgs>),
+    /// The decision service: every host's hook over loopback HTTP
+    /// (`POST /v1/hooks/HOST`), `POST /v1/decide` and `/v1/explain`, `GET
+    /// /v1/status` and `/healthz`, policies hot-reloaded.
+    #[cfg(feature = "http")]
+    Serve(Box<serve::ServeArgs>),
 }
 
 /// The status when standard output is closed before everything is written
@@ -161,6 +174,9 @@ pub fn main() -> ExitCode {
         #[cfg(feature = "pipeline")]
         Command::Tools(args) => tools::run(args),
         Command::ClaudeHook(args) => claude_hook::run(args),
+        Command::Hook(args) => hook::run(*args),
+        #[cfg(feature = "http")]
+        Command::Serve(args) => serve::run(*args),
     };
     ExitCode::from(status)
 }

@@ -164,6 +164,15 @@ pub(crate) fn hook_failed(why: &str) -> String {
     format!("mcppol could not decide this call, so it is denied: {why}")
 }
 
+/// A hook's reason for an `ask` its host's hooks cannot put to a person:
+/// the call is blocked, and the reason says how a person lets it run.
+#[cfg(feature = "cli")]
+pub(crate) fn hook_ask_blocked(reason: &str, host: &str) -> String {
+    format!(
+        "{reason}; the policy asks a person about this call and {host}'s hooks cannot ask, so it is blocked: to let it run, change the rule to `allow` (or add an `allow` rule for this call) and try again"
+    )
+}
+
 /// The Claude hook's reason for a call whose audit line could not be
 /// written to `file`.
 #[cfg(feature = "cli")]

@@ -52,6 +52,10 @@ mod gateway_e2e;
 mod gateway_http;
 #[cfg(feature = "cli")]
 mod language_cases;
+#[cfg(feature = "cli")]
+mod hosts;
+#[cfg(feature = "cli")]
+mod hosts_corpus;
 mod library_errors;
 #[cfg(feature = "pipeline")]
 mod limits;
@@ -87,6 +91,8 @@ mod robustness;
 mod roots;
 mod semantics;
 mod semantics_edge_cases;
+#[cfg(all(feature = "cli", feature = "http"))]
+mod serve;
 #[cfg(feature = "store")]
 mod store;
 #[cfg(feature = "store")]

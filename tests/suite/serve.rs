@@ -1,0 +1,377 @@
+//! `mcppol serve` through the binary on a loopback port: the hooks of
+//! every host answer as `mcppol hook HOST` does, `/v1/decide` and
+//! `/v1/explain` answer as `eval` and `explain --format json` do, the
+//! status, bounded bodies, hot reload, and the refusal to listen off
+//! loopback.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+pub(crate) struct Server {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub(crate) fn start(policy: &Path, state: &Path) -> Server {
+    start_with(policy, state, &[])
+}
+
+fn start_with(policy: &Path, state: &Path, extra: &[&str]) -> Server {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mcppol"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--policy"])
+        .arg(policy)
+        .arg("--state-dir")
+        .arg(state)
+        .args(extra)
+        .env("HOME", "/home/dev")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("mcppol serve: listening on http://")
+        .unwrap_or_else(|| panic!("no address: {line:?}"))
+        .to_string();
+    Server { child, addr }
+}
+
+pub(crate) struct Reply {
+    pub(crate) status: u16,
+    pub(crate) headers: String,
+    pub(crate) body: String,
+}
+
+impl Reply {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {:?}", self.body))
+    }
+}
+
+/// One HTTP/1.1 request on its own connection.
+pub(crate) fn http(server: &Server, method: &str, path: &str, body: &[u8]) -> Reply {
+    http_as(server, None, method, path, body)
+}
+
+/// One request with `token` as its bearer token, if any.
+fn http_as(server: &Server, token: Option<&str>, method: &str, path: &str, body: &[u8]) -> Reply {
+    let mut stream = TcpStream::connect(&server.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {}\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        server.addr,
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    // A body over the limit may be refused before it is all sent.
+    let _ = stream.write_all(body);
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw);
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (headers, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = headers.split(' ').nth(1).unwrap_or("0").parse().unwrap();
+    Reply {
+        status,
+        headers: headers.to_ascii_lowercase(),
+        body: body.to_string(),
+    }
+}
+
+fn fixture(host: &str, name: &str) -> String {
+    std::fs::read_to_string(format!("tests/fixtures/hosts/{host}/{name}.json")).unwrap()
+}
+
+#[test]
+fn hooks_decide_and_explain_over_loopback() {
+    let state = tempfile::tempdir().unwrap();
+    let server = start(Path::new("policies/coding-agent.mcppol"), state.path());
+
+    let r = http(&server, "GET", "/healthz", b"");
+    assert_eq!((r.status, r.body.as_str()), (200, "ok\n"));
+
+    // The same answers as `mcppol hook HOST`.
+    let r = http(
+        &server,
+        "POST",
+        "/v1/hooks/cline",
+        fixture("cline", "PreToolUse").as_bytes(),
+    );
+    assert_eq!((r.status, r.body.as_str()), (200, "{\"cancel\":false}\n"));
+    let denied = fixture("codex", "PreToolUse").replace("git status", "rm -rf /");
+    let r = http(&server, "POST", "/v1/hooks/codex", denied.as_bytes());
+    assert_eq!(r.status, 200);
+    assert!(r.headers.contains("mcppol-exit-status: 2"), "{}", r.headers);
+    assert!(
+        r.body
+            .starts_with("mcppol hook codex: mcppol: deny codex/Bash by rule `no_rm_rf`"),
+        "{}",
+        r.body
+    );
+
+    // Claude Code's http handler: always its hook JSON.
+    let claude = json!({"session_id": "s1", "hook_event_name": "PreToolUse", "cwd": "/home/dev/project",
+        "tool_name": "Bash", "tool_input": {"command": "rm -rf /"}});
+    let r = http(
+        &server,
+        "POST",
+        "/v1/hooks/claude",
+        claude.to_string().as_bytes(),
+    );
+    assert_eq!(r.json()["hookSpecificOutput"]["permissionDecision"], "deny");
+    let r = http(&server, "POST", "/v1/hooks/claude", b"{");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["hookSpecificOutput"]["permissionDecision"], "deny");
+    let r = http(&server, "POST", "/v1/hooks/nope", b"{}");
+    assert_eq!(r.status, 404);
+
+    // Taint carries across requests of a session, as across processes.
+    let r = http(
+        &server,
+        "POST",
+        "/v1/hooks/gemini",
+        fixture("gemini", "AfterTool").as_bytes(),
+    );
+    assert_eq!(r.status, 200);
+    let r = http(
+        &server,
+        "POST",
+        "/v1/hooks/gemini",
+        fixture("gemini", "BeforeTool").as_bytes(),
+    );
+    assert_eq!(r.json()["decision"], "ask");
+
+    // `/v1/decide`: what `eval` prints.
+    let request = json!({"tool": "codex/Bash", "args": {"command": "git status"}, "cwd": "/home/dev/project"});
+    let r = http(
+        &server,
+        "POST",
+        "/v1/decide",
+        request.to_string().as_bytes(),
+    );
+    assert_eq!(r.status, 200);
+    let eval = crate::common::mcppol()
+        .args([
+            "eval",
+            "--policy",
+            "policies/coding-agent.mcppol",
+            "--request",
+            "-",
+        ])
+        .write_stdin(request.to_string())
+        .output()
+        .unwrap();
+    let eval: Value = serde_json::from_slice(&eval.stdout).unwrap();
+    assert_eq!(r.json(), eval);
+    assert_eq!(eval["decision"], "allow");
+    let named = json!({"policy": "coding_agent", "tool": "github/get_issue"});
+    assert_eq!(
+        http(&server, "POST", "/v1/decide", named.to_string().as_bytes()).json()["rule_id"],
+        "mcp_reads"
+    );
+    let r = http(
+        &server,
+        "POST",
+        "/v1/decide",
+        br#"{"policy": "nope", "tool": "a/b"}"#,
+    );
+    assert_eq!(r.status, 400);
+    assert!(r.json()["error"]
+        .as_str()
+        .unwrap()
+        .contains("no policy `nope`"));
+    let r = http(&server, "POST", "/v1/decide", b"[1]");
+    assert_eq!(r.status, 400);
+
+    // `/v1/explain`: what `explain --format json` prints (the store keeps
+    // its paths absolute, and so does the explanation).
+    let absolute = std::path::absolute("policies/coding-agent.mcppol").unwrap();
+    let r = http(
+        &server,
+        "POST",
+        "/v1/explain",
+        request.to_string().as_bytes(),
+    );
+    let explain = crate::common::mcppol()
+        .args([
+            "explain",
+            "--format",
+            "json",
+            "--policy",
+            absolute.to_str().unwrap(),
+            "--tool",
+            "codex/Bash",
+            "--args",
+            "{\"command\": \"git status\"}",
+            "--cwd",
+            "/home/dev/project",
+        ])
+        .output()
+        .unwrap();
+    let explain: Value = serde_json::from_slice(&explain.stdout).unwrap();
+    assert_eq!(r.json(), explain);
+
+    // Status, and a body over the bound.
+    let r = http(&server, "GET", "/v1/status", b"");
+    assert!(r.body.contains("coding_agent"), "{}", r.body);
+    let big = vec![b' '; (1 << 20) + 1];
+    assert_eq!(http(&server, "POST", "/v1/decide", &big).status, 413);
+}
+
+#[test]
+fn policies_reload_while_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("p.mcppol");
+    std::fs::write(&policy, "policy p {\n  allow \"ops/status\"\n}\n").unwrap();
+    let server = start(&policy, &dir.path().join("state"));
+    let request = br#"{"tool": "ops/status"}"#;
+    assert_eq!(
+        http(&server, "POST", "/v1/decide", request).json()["decision"],
+        "allow"
+    );
+    std::fs::write(&policy, "policy p {\n  deny \"ops/status\"\n}\n").unwrap();
+    let start = Instant::now();
+    loop {
+        let d = http(&server, "POST", "/v1/decide", request).json();
+        if d["decision"] == "deny" {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "not reloaded: {d}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn with_tokens_every_caller_needs_one_and_decides_as_its_principal() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("p.mcppol");
+    std::fs::write(
+        &policy,
+        "policy p {\n  allow ops: \"ops/status\" when principal == \"dana\"\n}\n",
+    )
+    .unwrap();
+    let tokens = dir.path().join("tokens.json");
+    std::fs::write(
+        &tokens,
+        r#"{"tokens": [{"token": "a-long-random-token-for-dana", "principal": "dana"}]}"#,
+    )
+    .unwrap();
+    let server = start_with(
+        &policy,
+        &dir.path().join("state"),
+        &["--tokens", tokens.to_str().unwrap()],
+    );
+    let request = br#"{"tool": "ops/status", "principal": "mallory"}"#;
+    assert_eq!(http(&server, "GET", "/healthz", b"").status, 200);
+    let r = http(&server, "POST", "/v1/decide", request);
+    assert_eq!(r.status, 401);
+    assert!(
+        r.headers.contains("www-authenticate: bearer"),
+        "{}",
+        r.headers
+    );
+    assert_eq!(
+        http_as(
+            &server,
+            Some("wrong-token-wrong-token"),
+            "GET",
+            "/v1/status",
+            b""
+        )
+        .status,
+        401
+    );
+    // The token's principal, not the body's.
+    let r = http_as(
+        &server,
+        Some("a-long-random-token-for-dana"),
+        "POST",
+        "/v1/decide",
+        request,
+    );
+    assert_eq!(r.json()["decision"], "allow", "{}", r.body);
+    // A hook without a token is refused in the host's blocking form.
+    let r = http(
+        &server,
+        "POST",
+        "/v1/hooks/cline",
+        fixture("cline", "PreToolUse").as_bytes(),
+    );
+    assert_eq!((r.status, r.json()["cancel"].clone()), (200, json!(true)));
+    let r = http(&server, "POST", "/v1/hooks/claude", b"{}");
+    assert_eq!(r.json()["hookSpecificOutput"]["permissionDecision"], "deny");
+}
+
+#[test]
+fn serve_refuses_to_listen_off_loopback() {
+    let out = crate::common::mcppol()
+        .args([
+            "serve",
+            "--listen",
+            "0.0.0.0:0",
+            "--policy",
+            "policies/coding-agent.mcppol",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not a loopback address, and no --tokens")
+    );
+}
+
+#[test]
+fn print_settings_serve_gives_claude_codes_http_handler() {
+    let out = crate::common::mcppol()
+        .args([
+            "hook",
+            "claude",
+            "--print-settings",
+            "--serve",
+            "http://127.0.0.1:8181",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let hook = &v["hooks"]["PreToolUse"][0]["hooks"][0];
+    assert_eq!(hook["type"], "http");
+    assert_eq!(hook["url"], "http://127.0.0.1:8181/v1/hooks/claude");
+    let out = crate::common::mcppol()
+        .args([
+            "hook",
+            "codex",
+            "--print-settings",
+            "--serve",
+            "http://127.0.0.1:8181",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
