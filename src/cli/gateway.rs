@@ -9,16 +9,12 @@ use std::time::Duration;
 
 use clap::Args;
 
+use super::enforcing::{self, Enforcing, Files};
 use super::proxy::{init_logging, open_store};
-use super::request_args::read_lock;
 use super::usage_error;
 use crate::gateway::{self, Config, DEFAULT_SEPARATOR};
 use crate::mcp::DEFAULT_MAX_LINE_BYTES;
-use crate::pipeline::command_hooks::{load_settings, CommandHookOptions};
-use crate::pipeline::Baseline;
-use crate::proxy::Audit;
 use crate::servers::Servers;
-use crate::store::Watch;
 
 #[derive(Args, Debug)]
 pub struct GatewayArgs {
@@ -172,54 +168,22 @@ pub fn run(args: GatewayArgs) -> u8 {
     if let Some(policy) = store.get(&name) {
         warn_unnamed_servers(&policy, &name, &ids);
     }
-    let baseline = match &args.lock {
-        None => Baseline::FirstListing,
-        Some(path) => match read_lock("--lock", path) {
-            Ok(lock) => Baseline::Lock(lock),
-            Err(e) => return usage_error(&e, None),
-        },
+    let files = Files {
+        policy: &args.policy,
+        lock: args.lock.as_deref(),
+        audit: args.audit.as_deref(),
+        hooks: args.hooks.as_deref(),
+        servers: Some(&args.servers),
     };
-    let audit = match &args.audit {
-        None => None,
-        Some(path) => match Audit::open(path) {
-            Ok(a) => Some(Arc::new(a)),
-            Err(e) => return usage_error(&format!("--audit `{}`: {e}", path.display()), None),
-        },
+    let Enforcing {
+        baseline,
+        audit,
+        hooks,
+        protected,
+    } = match enforcing::set_up(&store, &files) {
+        Ok(e) => e,
+        Err(status) => return status,
     };
-    let hooks = match &args.hooks {
-        None => Vec::new(),
-        Some(path) => {
-            let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-            match load_settings(path, &CommandHookOptions::new(cwd)) {
-                Ok(hooks) => hooks,
-                Err(e) => return usage_error(&format!("--hooks: {e}"), None),
-            }
-        }
-    };
-    if let Err(e) = store.watch(Watch::events()) {
-        return usage_error(
-            &format!("cannot watch `{}`: {e}", args.policy.display()),
-            None,
-        );
-    }
-    // The fixed rule: no call writes what this gateway enforces or records.
-    let mut protected = crate::protected::Protected::new();
-    if args.policy.is_dir() {
-        protected.folder(&args.policy);
-    } else {
-        protected.policy_file(&args.policy);
-    }
-    for file in [
-        &args.lock,
-        &args.audit,
-        &args.hooks,
-        &Some(args.servers.clone()),
-    ]
-    .into_iter()
-    .flatten()
-    {
-        protected.file(file);
-    }
     let config = Config {
         servers,
         store,

@@ -4,6 +4,8 @@
 
 mod check;
 mod claude_hook;
+#[cfg(feature = "pipeline")]
+mod enforcing;
 mod eval;
 mod explain;
 mod files;

@@ -10,14 +10,12 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::request_args::read_lock;
+use super::enforcing::{self, Enforcing, Files};
 use super::{color, exit, usage_error};
 use crate::mcp::DEFAULT_MAX_LINE_BYTES;
-use crate::pipeline::command_hooks::{load_settings, CommandHookOptions};
-use crate::pipeline::Baseline;
-use crate::proxy::{self, Audit, Config, Session};
+use crate::proxy::{self, Config, Session};
 use crate::servers::{ServerTransport, Servers};
-use crate::store::{Store, Watch};
+use crate::store::Store;
 use crate::LoadOptions;
 
 #[derive(Args, Debug)]
@@ -237,49 +235,22 @@ pub fn run(mut args: ProxyArgs) -> u8 {
     if let Some(policy) = store.get(&name) {
         warn_unnamed_server(&policy, &name, &launch.server_id);
     }
-    let baseline = match &args.lock {
-        None => Baseline::FirstListing,
-        Some(path) => match read_lock("--lock", path) {
-            Ok(lock) => Baseline::Lock(lock),
-            Err(e) => return usage_error(&e, None),
-        },
+    let files = Files {
+        policy: &args.policy,
+        lock: args.lock.as_deref(),
+        audit: args.audit.as_deref(),
+        hooks: args.hooks.as_deref(),
+        servers: args.servers.as_deref(),
     };
-    let audit = match &args.audit {
-        None => None,
-        Some(path) => match Audit::open(path) {
-            Ok(a) => Some(Arc::new(a)),
-            Err(e) => return usage_error(&format!("--audit `{}`: {e}", path.display()), None),
-        },
+    let Enforcing {
+        baseline,
+        audit,
+        hooks,
+        protected,
+    } = match enforcing::set_up(&store, &files) {
+        Ok(e) => e,
+        Err(status) => return status,
     };
-    let hooks = match &args.hooks {
-        None => Vec::new(),
-        Some(path) => {
-            let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-            match load_settings(path, &CommandHookOptions::new(cwd)) {
-                Ok(hooks) => hooks,
-                Err(e) => return usage_error(&format!("--hooks: {e}"), None),
-            }
-        }
-    };
-    if let Err(e) = store.watch(Watch::events()) {
-        return usage_error(
-            &format!("cannot watch `{}`: {e}", args.policy.display()),
-            None,
-        );
-    }
-    // The fixed rule: no call writes what this proxy enforces or records.
-    let mut protected = crate::protected::Protected::new();
-    if args.policy.is_dir() {
-        protected.folder(&args.policy);
-    } else {
-        protected.policy_file(&args.policy);
-    }
-    for file in [&args.lock, &args.audit, &args.hooks, &args.servers]
-        .into_iter()
-        .flatten()
-    {
-        protected.file(file);
-    }
     let config = Config {
         session: Session {
             server_id: launch.server_id,

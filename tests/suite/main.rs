@@ -51,11 +51,11 @@ mod gateway_e2e;
 #[cfg(all(feature = "cli", feature = "http"))]
 mod gateway_http;
 #[cfg(feature = "cli")]
-mod language_cases;
-#[cfg(feature = "cli")]
 mod hosts;
 #[cfg(feature = "cli")]
 mod hosts_corpus;
+#[cfg(feature = "cli")]
+mod language_cases;
 mod library_errors;
 #[cfg(feature = "pipeline")]
 mod limits;
