@@ -85,7 +85,7 @@ export declare class Policy {
   isVisible(server: string, tool: string): boolean
 }
 
-/** Named policies from files and folders, hot-reloaded with `{watch: true}` (last good kept). */
+/** Named policies from files and folders, hot-reloaded unless `{watch: false}` (the last good version is kept). */
 export declare class Store {
   constructor(paths: string | string[], options?: { watch?: boolean })
   /** Decides one request against the policy `name` (not loaded: deny, `no_policy`). */
@@ -97,3 +97,9 @@ export declare class Store {
   /** Stops hot reload; the policies in force stay. */
   close(): void
 }
+
+/**
+ * The text a model reads for a call that did not go through, as the proxy
+ * words it. `reason` replaces the decision's own (`ask_denied`, say).
+ */
+export declare function refusalText(decision: Decision, reason?: string): string

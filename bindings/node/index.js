@@ -58,6 +58,21 @@ function decision(d) {
   }
 }
 
+/**
+ * The text a model reads for a call that did not go through, as the proxy
+ * words it: the decision, the reason word, the rule and the policy, so the
+ * model stops retrying and a person can find the rule. `reason` replaces
+ * the decision's own (an ask a person refused: `ask_denied`).
+ */
+function refusalText(d, reason) {
+  const verdict = reason === undefined ? d.decision : 'deny'
+  const why = reason ?? d.reason
+  let text = `mcppol refused this call: decision ${verdict}, reason ${why}, rule ${d.ruleId ?? 'none'}`
+  if (why !== d.reason) text += ` (policy reason ${d.reason})`
+  if (d.policy) text += `, policy ${d.policy}`
+  return text + '. Do not retry the same call; a person can change the policy.'
+}
+
 /** One loaded policy. */
 class Policy {
   constructor(handle) {
@@ -106,11 +121,11 @@ class Policy {
   }
 }
 
-/** Named policies from a file or folder (or several), hot-reloaded with `{watch: true}`. */
+/** Named policies from a file or folder (or several), hot-reloaded (`{watch: false}` to load once). */
 class Store {
   constructor(paths, options = {}) {
     const list = (Array.isArray(paths) ? paths : [paths]).map(String)
-    this._native = call(() => new native.NativeStore(list, Boolean(options.watch)))
+    this._native = call(() => new native.NativeStore(list, options.watch ?? true))
   }
 
   /** Decides one request against the policy `name` (not loaded: deny, `no_policy`). */
@@ -135,4 +150,4 @@ class Store {
   }
 }
 
-module.exports = { Policy, Store, PolicyError }
+module.exports = { Policy, Store, PolicyError, refusalText }
