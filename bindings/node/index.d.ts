@@ -103,3 +103,6 @@ export declare class Store {
  * words it. `reason` replaces the decision's own (`ask_denied`, say).
  */
 export declare function refusalText(decision: Decision, reason?: string): string
+
+/** The fingerprint `mcppol lock` records for a tool's `tools/list` entry (`sha256:...`). */
+export declare function fingerprint(toolDef: Record<string, unknown>): string

@@ -150,4 +150,9 @@ class Store {
   }
 }
 
-module.exports = { Policy, Store, PolicyError, refusalText }
+/** The fingerprint `mcppol lock` records for a tool's `tools/list` entry. */
+function fingerprint(toolDef) {
+  return call(() => native.fingerprint(requestJson(toolDef)))
+}
+
+module.exports = { Policy, Store, PolicyError, refusalText, fingerprint }

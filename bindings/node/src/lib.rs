@@ -118,6 +118,22 @@ impl NativePolicy {
     }
 }
 
+/// The fingerprint `mcppol lock` records for a tool's `tools/list` entry
+/// (given as JSON text, bounded as a request is).
+#[napi]
+pub fn fingerprint(tool_def_json: String) -> Result<String> {
+    if tool_def_json.len() > request::MAX_REQUEST_BYTES {
+        return Err(request_error(&format!(
+            "the tool definition is {} bytes of JSON, more than the {} allowed",
+            tool_def_json.len(),
+            request::MAX_REQUEST_BYTES
+        )));
+    }
+    let def: serde_json::Value =
+        serde_json::from_str(&tool_def_json).map_err(|e| request_error(&format!("{e}")))?;
+    mcppol::fingerprint(&def).map_err(|e| request_error(&format!("tool definition: {e}")))
+}
+
 /// Named policies from files and folders, optionally hot-reloaded.
 #[napi]
 pub struct NativeStore {
