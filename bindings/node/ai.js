@@ -50,9 +50,9 @@ function toolApproval(policy, options = {}) {
     } catch (e) {
       // Fail closed: a call the engine could not decide does not run.
       return { type: 'denied', reason: `mcppol could not decide this call, so it is denied: ${e?.message ?? e}` }
-    } finally {
-      if (decision !== undefined && typeof options.onDecision === 'function') options.onDecision(toolCall, decision)
     }
+    // A throwing audit hook fails the SDK's run: the call does not go through.
+    if (typeof options.onDecision === 'function') options.onDecision(toolCall, decision)
     switch (decision.decision) {
       case 'allow':
         return { type: 'approved', reason: `mcppol: ${decision.reason} ${decision.ruleId ?? ''}`.trimEnd() }

@@ -70,14 +70,16 @@ const approval = () => toolApproval(POLICY, { servers: { get_weather: 'local', d
 
 test('an allowed call runs', async () => {
   const ran = []
+  const seen = []
   const result = await generateText({
     model: scriptedModel([{ tool: 'get_weather', input: {} }]),
     tools: tools(ran),
-    toolApproval: approval(),
+    toolApproval: toolApproval(POLICY, { onDecision: (call, d) => seen.push([call.toolName, d.ruleId]) }),
     stopWhen: stepCountIs(3),
     prompt: 'weather?',
   })
   assert.deepEqual(ran, [['get_weather', {}]])
+  assert.deepEqual(seen, [['get_weather', 'allow:0']])
   assert.match(result.text, /sunny/)
 })
 
