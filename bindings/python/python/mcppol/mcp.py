@@ -149,6 +149,21 @@ class GovernedSession:
         text = d.refusal_text(reason)
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
+    def decide_call(self, name: str, arguments: Dict[str, Any]) -> Optional[Decision]:
+        """The engine's decision on calling a listed tool, with what the
+        session knows (its definition, the lock, the taint); None for a tool
+        the session has not listed or the policy hides (an unknown tool)."""
+        definition = self._listed.get(name)
+        if definition is None or not self.governor.policy.is_visible(self.server, name):
+            return None
+        return self.governor.decide(
+            tool=f"{self.server}/{name}",
+            args=arguments,
+            tool_def=definition,
+            lock=self.governor._lock(),
+            approver=self.governor.approver is not None,
+        )
+
     async def call_tool(self, name: str, arguments: Optional[Dict[str, Any]] = None, *args: Any, **kwargs: Any) -> Any:
         """Decides the call; allowed (or approved) calls go through and
         taint the governor with this server, others come back as an error
@@ -158,19 +173,12 @@ class GovernedSession:
             # (and the pin) is known; one the server does not list is
             # refused as an unknown tool.
             await self.list_tools()
-        definition = self._listed.get(name)
-        if definition is None or not self.governor.policy.is_visible(self.server, name):
+        arguments = dict(arguments or {})
+        d = self.decide_call(name, arguments)
+        if d is None:
             return types.CallToolResult(
                 content=[types.TextContent(type="text", text=f"Unknown tool: {name}")], is_error=True
             )
-        arguments = dict(arguments or {})
-        d = self.governor.decide(
-            tool=f"{self.server}/{name}",
-            args=arguments,
-            tool_def=definition,
-            lock=self.governor._lock(),
-            approver=self.governor.approver is not None,
-        )
         if d.decision == "ask":
             try:
                 approved = await self.governor._approve(self.server, name, arguments, d)
