@@ -12,8 +12,10 @@ export interface Request {
   annotations?: Record<string, unknown>
   /** The tool's whole `tools/list` entry: its annotations and current fingerprint. */
   toolDef?: Record<string, unknown>
-  /** The lock file's content (`{version: 1, tools: {...}}`); needs `toolDef`. */
-  lock?: Record<string, unknown>
+  /** The lock file's content (`{version: 1, tools: {...}}`), as an object or its JSON text; needs `toolDef`. */
+  lock?: Record<string, unknown> | string
+  /** Instead of `lock`: the tool's standing stated (default `"approved"`). */
+  approval?: 'approved' | 'new' | 'changed'
   /** Servers whose output is already in the model's context. */
   taint?: string[]
   /** The host cannot tell what is in the model's context: every `tainted` test fails closed. */
@@ -87,7 +89,18 @@ export declare class Policy {
 
 /** Named policies from files and folders, hot-reloaded unless `{watch: false}` (the last good version is kept). */
 export declare class Store {
-  constructor(paths: string | string[], options?: { watch?: boolean })
+  /** `poll`: read the files every second instead of relying on file events. */
+  constructor(paths: string | string[], options?: { watch?: boolean; poll?: boolean })
+  /** How many times the policies in force have been swapped. */
+  readonly generation: number
+  /**
+   * Replaces a policy (by name, or a file the store holds) with new text;
+   * throws `PolicyError` and keeps the old one if it does not load.
+   * Returns the new generation.
+   */
+  update(nameOrFile: string, text: string): number
+  /** Reads every file now and loads the changed ones (file counts). */
+  reload(): { loaded: number; failed: number; removed: number }
   /** Decides one request against the policy `name` (not loaded: deny, `no_policy`). */
   decide(name: string, request: Request): Decision
   /** Files, policies, generations and last errors. */

@@ -121,11 +121,35 @@ class Policy {
   }
 }
 
-/** Named policies from a file or folder (or several), hot-reloaded (`{watch: false}` to load once). */
+/**
+ * Named policies from a file or folder (or several), hot-reloaded
+ * (`{watch: false}` to load once; `{poll: true}` reads the files every
+ * second instead of relying on file events).
+ */
 class Store {
   constructor(paths, options = {}) {
     const list = (Array.isArray(paths) ? paths : [paths]).map(String)
-    this._native = call(() => new native.NativeStore(list, options.watch ?? true))
+    this._native = call(() => new native.NativeStore(list, options.watch ?? true, options.poll === true))
+  }
+
+  /** How many times the policies in force have been swapped. */
+  get generation() {
+    return this._native.generation
+  }
+
+  /**
+   * Replaces a policy (by name, or a file the store holds) with new text;
+   * throws `PolicyError` and keeps the old one if it does not load.
+   * Returns the new generation.
+   */
+  update(nameOrFile, text) {
+    return call(() => this._native.update(String(nameOrFile), String(text)))
+  }
+
+  /** Reads every file now and loads the changed ones: `{loaded, failed, removed}` file counts. */
+  reload() {
+    const r = this._native.reload()
+    return { loaded: r.loaded, failed: r.failed, removed: r.removed }
   }
 
   /** Decides one request against the policy `name` (not loaded: deny, `no_policy`). */

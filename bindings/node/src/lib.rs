@@ -134,6 +134,27 @@ pub fn fingerprint(tool_def_json: String) -> Result<String> {
     mcppol::fingerprint(&def).map_err(|e| request_error(&format!("tool definition: {e}")))
 }
 
+/// What one `reload()` did.
+#[napi(object)]
+pub struct NativeReloaded {
+    /// Files whose new text is now in force.
+    pub loaded: u32,
+    /// Files whose new text did not load (their last good version stays).
+    pub failed: u32,
+    /// Files that disappeared (their last good version stays).
+    pub removed: u32,
+}
+
+// JS numbers: a count or generation past their range (never in practice)
+// saturates rather than wrapping.
+fn count(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+fn generation(g: u64) -> i64 {
+    i64::try_from(g).unwrap_or(i64::MAX)
+}
+
 /// Named policies from files and folders, optionally hot-reloaded.
 #[napi]
 pub struct NativeStore {
@@ -143,15 +164,46 @@ pub struct NativeStore {
 #[napi]
 impl NativeStore {
     /// Loads every policy of `paths` (files, or folders of `*.mcppol`);
-    /// with `watch`, reloads on change and keeps the last good version.
+    /// with `watch`, reloads on change and keeps the last good version
+    /// (`poll`: reads the files every second instead of file events).
     #[napi(constructor)]
-    pub fn new(paths: Vec<String>, watch: bool) -> Result<NativeStore> {
+    pub fn new(paths: Vec<String>, watch: bool, poll: bool) -> Result<NativeStore> {
         let store =
             mcppol::Store::open(&paths, LoadOptions::default()).map_err(|e| store_error(&e))?;
         if watch {
-            store.watch(Watch::events()).map_err(|e| store_error(&e))?;
+            let how = if poll { Watch::poll() } else { Watch::events() };
+            store.watch(how).map_err(|e| store_error(&e))?;
         }
         Ok(NativeStore { store })
+    }
+
+    /// How many times the policies in force have been swapped.
+    #[napi(getter)]
+    pub fn generation(&self) -> i64 {
+        generation(self.store.generation())
+    }
+
+    /// Replaces a policy (by name, or a file the store holds) with new
+    /// text; a text that does not load is an error and the old policy
+    /// stays. Returns the new generation.
+    #[napi]
+    pub fn update(&self, name_or_file: String, text: String) -> Result<i64> {
+        let g = self
+            .store
+            .update(&name_or_file, &text)
+            .map_err(|e| store_error(&e))?;
+        Ok(generation(g))
+    }
+
+    /// Reads every file now and loads the changed ones.
+    #[napi]
+    pub fn reload(&self) -> NativeReloaded {
+        let r = self.store.reload();
+        NativeReloaded {
+            loaded: count(r.loaded),
+            failed: count(r.failed),
+            removed: count(r.removed),
+        }
     }
 
     /// Decides the request (JSON text) against the policy named `name`; a

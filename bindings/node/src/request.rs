@@ -27,6 +27,7 @@ struct RequestInput {
     annotations: Option<Value>,
     tool_def: Option<Value>,
     lock: Option<Value>,
+    approval: Option<String>,
     #[serde(default)]
     taint: Vec<String>,
     #[serde(default)]
@@ -66,6 +67,17 @@ fn object(field: &str, value: Option<Value>) -> Result<Option<Value>, String> {
         None | Some(Value::Null) => Ok(None),
         Some(v @ Value::Object(_)) => Ok(Some(v)),
         Some(v) => Err(format!("`{field}` takes an object, not `{v}`")),
+    }
+}
+
+fn approval_of(value: &str) -> Result<ToolApproval, String> {
+    match value {
+        "approved" => Ok(ToolApproval::Approved),
+        "new" => Ok(ToolApproval::New),
+        "changed" => Ok(ToolApproval::Changed),
+        other => Err(format!(
+            "`approval` takes \"approved\", \"new\" or \"changed\", not {other:?}"
+        )),
     }
 }
 
@@ -116,9 +128,22 @@ fn build(input: RequestInput) -> Result<OwnedRequest, String> {
     if let Some(a) = object("annotations", input.annotations)? {
         annotations = Some(a);
     }
-    let approval = match object("lock", input.lock)? {
-        None => ToolApproval::Approved,
-        Some(_) if current.is_none() => {
+    let lock = match input.lock {
+        // The lock file's JSON text, as Python's `lock` takes it.
+        Some(Value::String(text)) => Some(text),
+        other => object("lock", other)?.map(|lock| lock.to_string()),
+    };
+    let approval = match (input.approval, lock) {
+        (Some(_), Some(_)) => {
+            return Err(
+                "give `approval` or `lock`, not both: `approval` states the tool's \
+                        standing, a lock computes it"
+                    .into(),
+            )
+        }
+        (Some(a), None) => approval_of(&a)?,
+        (None, None) => ToolApproval::Approved,
+        (None, Some(_)) if current.is_none() => {
             return Err(
                 "`lock` needs `toolDef`: the lock's fingerprints are compared with the \
                         tool's current definition, and without one every locked tool would \
@@ -126,7 +151,7 @@ fn build(input: RequestInput) -> Result<OwnedRequest, String> {
                     .into(),
             )
         }
-        Some(lock) => Lock::parse(&lock.to_string())
+        (None, Some(lock)) => Lock::parse(&lock)
             .map_err(|e| format!("`lock`: {e}"))?
             .approval(&server, &name, current.as_deref()),
     };
@@ -212,6 +237,10 @@ mod tests {
             (r#"{"tool":"a/b","args":[1]}"#, "`args` takes an object"),
             (r#"{"tool":"a/b","lock":{}}"#, "`lock` needs `toolDef`"),
             (r#"{"tool":"a/b","toolDef":{"name":"c"}}"#, "must be `b`"),
+            (r#"{"tool":"a/b","approval":"maybe"}"#, "`approval` takes"),
+            (r#"{"tool":"a/b","approval":"new","lock":"{}"}"#, "not both"),
+            (r#"{"tool":"a/b","lock":"{}"}"#, "`lock` needs `toolDef`"),
+            (r#"{"tool":"a/b","lock":[1]}"#, "`lock` takes an object"),
         ];
         for (json, want) in cases {
             let err = parse(json).err().unwrap_or_else(|| panic!("{json} parsed"));
@@ -236,6 +265,19 @@ mod tests {
             .err()
             .unwrap_or_else(|| panic!("large parsed"));
         assert!(err.contains("more than the"), "{err}");
+    }
+
+    #[test]
+    fn approval_is_stated_or_computed_from_a_lock() {
+        let stated =
+            parse(r#"{"tool":"a/b","approval":"changed"}"#).unwrap_or_else(|e| panic!("{e}"));
+        stated.with_request(|req| assert_eq!(req.approval, ToolApproval::Changed));
+        let def = r#"{"name":"b","inputSchema":{"type":"object"}}"#;
+        let locked = format!(
+            r#"{{"tool":"a/b","toolDef":{def},"lock":"{{\"version\":1,\"tools\":{{}}}}"}}"#
+        );
+        let text = parse(&locked).unwrap_or_else(|e| panic!("{e}"));
+        text.with_request(|req| assert_eq!(req.approval, ToolApproval::New));
     }
 
     #[test]
