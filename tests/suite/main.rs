@@ -44,14 +44,14 @@ mod explain_agrees;
 #[cfg(feature = "pipeline")]
 mod faults;
 mod fmt;
-#[cfg(feature = "cli")]
-mod language_cases;
 #[cfg(all(feature = "cli", feature = "pipeline"))]
 mod gateway;
 #[cfg(all(feature = "cli", feature = "pipeline"))]
 mod gateway_e2e;
 #[cfg(all(feature = "cli", feature = "http"))]
 mod gateway_http;
+#[cfg(feature = "cli")]
+mod language_cases;
 mod library_errors;
 #[cfg(feature = "pipeline")]
 mod limits;
