@@ -674,6 +674,80 @@ fn run(server: &Server, dir: &Path, policy: &Path, calls: usize) {
     report(server, &routes);
 }
 
+/// A process's resident set now (`VmRSS`), in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// One gateway process serving `n` host sessions over HTTP (each with its
+/// own echo server, a child of the gateway): the gateway's own memory
+/// with one session, and with all of them, each having made a call.
+fn sessions(server: &Server, dir: &Path, policy: &Path, n: usize) {
+    let servers = dir.join("sessions-servers.json");
+    let env: serde_json::Map<String, Value> = server
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), json!(v)))
+        .collect();
+    std::fs::write(
+        &servers,
+        json!({"mcpServers": {server.id: {"command": server.command[0],
+               "args": server.command[1..], "env": env}}})
+        .to_string(),
+    )
+    .unwrap();
+    let port = free_port();
+    let mut gateway = Command::new(env!("CARGO_BIN_EXE_mcppol"))
+        .args(["gateway", "--policy"])
+        .arg(policy)
+        .arg("--servers")
+        .arg(&servers)
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .args(["--max-sessions", &(n + 1).to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("sessions.stderr")).unwrap())
+        .spawn()
+        .unwrap();
+    let addr = format!("127.0.0.1:{port}");
+    let tool = format!("{}__echo", server.id);
+    let mut open = Vec::new();
+    let mut one = 0;
+    for i in 0..n {
+        let mut h = Http::open(&addr, "/mcp");
+        let v = h.request(
+            7,
+            "tools/call",
+            json!({"name": tool, "arguments": {"message": "hello 7"}}),
+        );
+        check_answer(&v, 7);
+        open.push(h);
+        if i == 0 {
+            one = rss_kib(gateway.id());
+        }
+    }
+    let all = rss_kib(gateway.id());
+    println!(
+        "
+mcppol gateway, {n} HTTP sessions in one process (each its own {} server): \
+         VmRSS {} KiB with 1, {} KiB with {n} ({:.0} KiB a session more), peak {} KiB",
+        server.id,
+        one,
+        all,
+        (all.saturating_sub(one)) as f64 / (n - 1).max(1) as f64,
+        peak_rss_kib(gateway.id())
+    );
+    let _ = gateway.kill();
+    let _ = gateway.wait();
+}
+
 fn everything() -> Option<PathBuf> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join(".e2e/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
@@ -707,6 +781,11 @@ fn main() {
             .trim()
     );
     run(&echo, dir.path(), &policy, calls);
+    let n = std::env::var("MCPPOL_BENCH_SESSIONS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(if quick { 3 } else { 100 });
+    sessions(&echo, dir.path(), &policy, n);
     match everything() {
         Some(index) if !quick => {
             let everything = Server {

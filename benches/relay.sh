@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 
 version="0.6.0"
 root=".bench/mcp-proxy"
-if ! "$root/bin/mcp-proxy" --version 2>/dev/null | grep -q "$version"; then
+if ! grep -qs "mcp-proxy $version" "$root/.crates.toml"; then
   # Without its default features (OpenTelemetry, OAuth, OpenAPI,
   # WebSocket, discovery): none is on a stdio backend's path.
   CARGO_TARGET_DIR=.bench/mcp-proxy-target cargo install --locked \
