@@ -90,7 +90,7 @@ async fn ten_thousand_calls_while_the_policy_is_rewritten() {
     // RSS once the first thousand calls are through (every caller warm).
     let warm = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let mut sent = 0;
-    let logs = common::capture_logs_async(tracing::Level::INFO, async {
+    let logs = common::capture_logs_async(tracing::Level::DEBUG, async {
         let mut callers = Vec::new();
         for c in 0..CALLERS {
             let p = pipeline.clone();
@@ -143,7 +143,12 @@ async fn ten_thousand_calls_while_the_policy_is_rewritten() {
     // Every decision is in the log, each one version's whole.
     let mut decisions = 0;
     let mut versions = std::collections::BTreeSet::new();
-    for line in logs.lines().filter(|l| l.contains("mcppol::decision")) {
+    // The pipeline's decision lines (they say how it was approved), not
+    // the engine's own, also at `debug`.
+    for line in logs
+        .lines()
+        .filter(|l| l.contains("mcppol::decision") && l.contains("approval="))
+    {
         decisions += 1;
         let field = |name: &str| {
             let start = line.find(&format!("{name}=\"")).unwrap() + name.len() + 2;

@@ -271,8 +271,10 @@ pub fn run(mut args: ProxyArgs) -> u8 {
         cwd: launch.cwd,
         grace: args.grace,
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One thread: a call crosses no thread from the host's pipe to the
+    // server's and back (blocking work, such as an approver or a command
+    // hook, runs on tokio's blocking pool as before).
+    let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {

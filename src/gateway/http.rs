@@ -91,6 +91,14 @@ pub(crate) async fn run(config: Config, http: HttpConfig) -> u8 {
         .layer(DefaultBodyLimit::max(max_body))
         .with_state(app.clone());
     let mut signals = crate::proxy::child::Signals::new();
+    // Without Nagle: an answer is written in several pieces (headers,
+    // body, the end of a chunked or SSE body), and the last would wait for
+    // the host's delayed ACK, about 40 ms a request.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp: &mut tokio::net::TcpStream| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(target: "mcppol::gateway", error = %e, "cannot set TCP_NODELAY");
+        }
+    });
     let served = axum::serve(listener, router);
     let signal = tokio::select! {
         r = served => {

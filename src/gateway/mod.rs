@@ -249,7 +249,11 @@ pub(crate) async fn run_stdio(config: Config) -> u8 {
     let mut signals = crate::proxy::child::Signals::new();
     let names: Vec<&str> = config.servers.iter().map(|s| s.id.as_str()).collect();
     tracing::info!(target: "mcppol::gateway", servers = %names.join(","), policy = %config.policy_name, "the gateway starts (stdio)");
-    let (gw, session) = serve(config, tokio::io::stdin(), tokio::io::stdout());
+    let (gw, session) = serve(
+        config,
+        crate::proxy::own_stdio::stdin(),
+        crate::proxy::own_stdio::stdout(),
+    );
     tokio::pin!(session);
     let signal = tokio::select! {
         () = &mut session => None,

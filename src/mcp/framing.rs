@@ -1,7 +1,7 @@
 //! Newline-delimited framing with a bound on the line length: a longer
 //! line is a protocol error, never an unbounded buffer.
 
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
 /// The default longest line: 16 MiB.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
@@ -106,16 +106,6 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
             return Ok(Some(&self.buf));
         }
     }
-}
-
-/// Writes one line (the bytes must not hold a newline; one is added when
-/// missing) and flushes.
-pub async fn write_line<W: AsyncWrite + Unpin>(w: &mut W, line: &[u8]) -> std::io::Result<()> {
-    w.write_all(line).await?;
-    if line.last() != Some(&b'\n') {
-        w.write_all(b"\n").await?;
-    }
-    w.flush().await
 }
 
 #[cfg(test)]

@@ -20,10 +20,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use tokio::io::AsyncWrite;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, Notify, OwnedSemaphorePermit, Semaphore};
 
-use super::framing::write_line;
 use super::handle::CallHandle;
 use super::jsonrpc::{Id, Message, Notification, Request, Response, RpcError};
 use super::transport::McpError;
@@ -508,30 +507,69 @@ async fn write_lines<W: AsyncWrite + Unpin>(
     shared: &Shared,
     stall: Option<Duration>,
 ) {
+    // Every line queued when the writer wakes is written in one batch and
+    // flushed once: a pipe with several lines waiting takes them in one
+    // write, not one each. A line alone is written as it is, uncopied.
+    let mut lines: Vec<Vec<u8>> = Vec::new();
+    let mut rooms: Vec<OwnedSemaphorePermit> = Vec::new();
+    let mut batch: Vec<u8> = Vec::new();
     while let Some(next) = rx.recv().await {
-        // The line's bytes are given back once it is written.
-        let (line, _room) = match next {
-            Out::Line(line, room) => (line, room),
-            Out::Close => return,
-        };
-        let written = match stall {
-            None => write_line(&mut writer, &line)
-                .await
-                .map_err(|e| failed(side, &e)),
-            Some(stall) => {
-                match tokio::time::timeout(stall, write_line(&mut writer, &line)).await {
-                    Ok(done) => done.map_err(|e| failed(side, &e)),
-                    Err(_) => {
-                        let why = format!(
-                            "the {side} read nothing for {}",
-                            humantime::format_duration(stall)
-                        );
-                        tracing::warn!(target: "mcppol::mcp", side, "{why}: no more is written to it");
-                        Err(why)
-                    }
+        let mut close = false;
+        let mut bytes = 0;
+        let mut next = Some(next);
+        while let Some(out) = next.take() {
+            match out {
+                Out::Line(line, room) => {
+                    bytes += line.len();
+                    lines.push(line);
+                    // The line's bytes are given back once it is written.
+                    rooms.push(room);
+                }
+                Out::Close => {
+                    close = true;
+                    break;
                 }
             }
+            if bytes < BATCH_BYTES {
+                next = rx.try_recv().ok();
+            }
+        }
+        let out: &[u8] = match lines.as_slice() {
+            [] => &[],
+            [line] if line.last() == Some(&b'\n') => line,
+            _ => {
+                batch.clear();
+                for line in &lines {
+                    batch.extend_from_slice(line);
+                    if line.last() != Some(&b'\n') {
+                        batch.push(b'\n');
+                    }
+                }
+                &batch
+            }
         };
+        let written = match stall {
+            None => write_batch(&mut writer, out)
+                .await
+                .map_err(|e| failed(side, &e)),
+            Some(stall) => match tokio::time::timeout(stall, write_batch(&mut writer, out)).await {
+                Ok(done) => done.map_err(|e| failed(side, &e)),
+                Err(_) => {
+                    let why = format!(
+                        "the {side} read nothing for {}",
+                        humantime::format_duration(stall)
+                    );
+                    tracing::warn!(target: "mcppol::mcp", side, "{why}: no more is written to it");
+                    Err(why)
+                }
+            },
+        };
+        lines.clear();
+        rooms.clear();
+        if batch.capacity() > BATCH_BYTES {
+            // A long line's buffer is not kept for the session.
+            batch = Vec::new();
+        }
         if let Err(why) = written {
             tracing::debug!(target: "mcppol::mcp", side, error = %why, "writing failed");
             // The requests already sent keep waiting: their answers may
@@ -542,7 +580,23 @@ async fn write_lines<W: AsyncWrite + Unpin>(
             shared.gone.notify_waiters();
             return;
         }
+        if close {
+            return;
+        }
     }
+}
+
+/// The bytes a batch gathers before it is written (a longer line is
+/// written alone).
+const BATCH_BYTES: usize = 256 << 10;
+
+/// Writes a batch of whole lines and flushes; nothing when it is empty.
+async fn write_batch<W: AsyncWrite + Unpin>(w: &mut W, batch: &[u8]) -> std::io::Result<()> {
+    if batch.is_empty() {
+        return Ok(());
+    }
+    w.write_all(batch).await?;
+    w.flush().await
 }
 
 fn failed(side: &str, e: &std::io::Error) -> String {

@@ -648,7 +648,8 @@ impl Hooks {
 
 /// How one hook run ended, for telemetry.
 pub(crate) fn emit(hook: &Hook, status: &str) {
-    tracing::info!(
+    // Per call, like the decision's line: at `debug`.
+    tracing::debug!(
         target: "mcppol::hook",
         hook_id = %hook.id,
         event = hook.event().as_str(),

@@ -133,7 +133,9 @@ fn emit_decision(
     d: &Decision,
     settled: Settled,
 ) {
-    tracing::info!(
+    // At `debug`: the audit file is the per-call record, and a line per
+    // call on stderr costs the call its write (docs/performance.md).
+    tracing::debug!(
         target: "mcppol::decision",
         server,
         kind = kind.as_str(),
@@ -157,11 +159,11 @@ pub(super) fn emit_call<T>(
     let latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
     let kind = kind.as_str();
     match out {
-        Ok(_) => tracing::info!(
+        Ok(_) => tracing::debug!(
             target: "mcppol::call",
             server, kind, tool = name.unwrap_or(""), status = "ok", latency_us, "governed call"
         ),
-        Err(e) => tracing::info!(
+        Err(e) => tracing::debug!(
             target: "mcppol::call",
             server, kind, tool = name.unwrap_or(""), status = "error",
             error_kind = e.kind.as_str(), reason = e.reason.as_str(),

@@ -20,7 +20,10 @@ use crate::{Source, TargetKind};
 
 /// Reads the host until it closes its input.
 pub(crate) async fn read<R: AsyncRead + Unpin>(shared: Arc<Shared>, input: R) {
-    let mut lines = LineReader::new(BufReader::new(input), shared.max_line_bytes);
+    let mut lines = LineReader::new(
+        BufReader::with_capacity(super::READ_BUFFER, input),
+        shared.max_line_bytes,
+    );
     loop {
         match lines.next_line().await {
             Ok(Some(line)) => on_line(&shared, line).await,

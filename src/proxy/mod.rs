@@ -15,13 +15,16 @@
 //! - `upstream.rs`: the server side as the pipeline's transport;
 //! - `answer.rs`: refusals as MCP answers; `roots.rs`: pinning;
 //!   `approve.rs`: the approver command and elicitation; `audit.rs`;
-//! - `child.rs`: starting, stopping and reaping the server.
+//! - `child.rs`: starting, stopping and reaping the server;
+//!   `own_stdio.rs`: the proxy's own stdin and stdout, read and written
+//!   on the runtime's thread when they are pipes.
 
 pub(crate) mod answer;
 pub(crate) mod approve;
 mod audit;
 pub(crate) mod child;
 pub(crate) mod host;
+pub(crate) mod own_stdio;
 pub(crate) mod roots;
 mod server;
 mod upstream;
@@ -42,6 +45,10 @@ use crate::mcp::peer::Peer;
 use crate::mcp::{CallHandle, McpError};
 use crate::pipeline::{Baseline, Hook, Pipeline, PolicySource};
 use crate::store::Store;
+
+/// The read buffer on each side: a pipe's whole capacity (64 KiB on
+/// Linux), so a large message is read in a few calls, not one per 8 KiB.
+pub(crate) const READ_BUFFER: usize = 64 << 10;
 
 /// The proxy's settings (the command line's flags): the session's, and
 /// how to start and stop the server.
@@ -184,8 +191,8 @@ pub(crate) async fn run(config: Config) -> u8 {
         let child = &mut child;
         let session = serve(
             config.session,
-            tokio::io::stdin(),
-            tokio::io::stdout(),
+            own_stdio::stdin(),
+            own_stdio::stdout(),
             child_in,
             child_out,
             move |_| child::stop(child, grace),

@@ -21,7 +21,11 @@ use crate::mcp::{CallHandle, RpcError};
 pub(crate) async fn read<R: AsyncRead + Unpin>(shared: Arc<Shared>, output: R) {
     // Given up at the first line over the bound: not read to its end,
     // which may never come.
-    let mut lines = LineReader::new(BufReader::new(output), shared.max_line_bytes).stop_at_bound();
+    let mut lines = LineReader::new(
+        BufReader::with_capacity(super::READ_BUFFER, output),
+        shared.max_line_bytes,
+    )
+    .stop_at_bound();
     loop {
         match lines.next_line().await {
             Ok(Some(line)) => on_line(&shared, line).await,

@@ -95,7 +95,13 @@ async fn reap(p: Pipeline, t: Arc<StdioTransport>) {
 fn allows(logs: &str) -> usize {
     let decided = logs
         .lines()
-        .filter(|l| l.contains("mcppol::decision") && l.contains("decision=\"allow\""))
+        // The pipeline's lines (with how it was approved), not the
+        // engine's own, also at `debug`.
+        .filter(|l| {
+            l.contains("mcppol::decision")
+                && l.contains("approval=")
+                && l.contains("decision=\"allow\"")
+        })
         .count();
     let ended = logs.lines().filter(|l| l.contains("mcppol::call")).count();
     assert_eq!(decided, ended, "{logs}");
@@ -113,7 +119,7 @@ fn assert_error(out: &Result<ToolResult, CallError>, kind: ErrorKind) {
 async fn a_server_that_crashes_mid_call() {
     let t = spawn("crash", None).await;
     let p = pipeline(&t);
-    let logs = common::capture_logs_async(tracing::Level::INFO, async {
+    let logs = common::capture_logs_async(tracing::Level::DEBUG, async {
         assert_error(&call(&p, 1).await, ErrorKind::Transport);
         // The connection is gone: the next call is decided, and fails at
         // the send.
@@ -128,7 +134,7 @@ async fn a_server_that_crashes_mid_call() {
 async fn a_server_that_writes_garbage() {
     let t = spawn("garbage", None).await;
     let p = pipeline(&t);
-    let logs = common::capture_logs_async(tracing::Level::INFO, async {
+    let logs = common::capture_logs_async(tracing::Level::DEBUG, async {
         // Lines that are not JSON-RPC are skipped: the real answer counts.
         let first = call(&p, 1).await.unwrap();
         assert_eq!(first.joined_text(), "after the garbage");
@@ -144,7 +150,7 @@ async fn a_server_that_writes_garbage() {
 async fn a_server_that_writes_a_line_of_100_mb() {
     let t = spawn("huge", None).await;
     let p = pipeline(&t);
-    let logs = common::capture_logs_async(tracing::Level::INFO, async {
+    let logs = common::capture_logs_async(tracing::Level::DEBUG, async {
         let out = call(&p, 1).await;
         assert_error(&out, ErrorKind::Protocol);
         let detail = out.unwrap_err().detail.unwrap_or_default();
@@ -232,7 +238,7 @@ async fn a_server_that_changes_a_tool_between_listing_and_call() {
     // list changed and lists another description.
     assert_eq!(p.refresh_tools().await.unwrap(), 1);
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let logs = common::capture_logs_async(tracing::Level::INFO, async {
+    let logs = common::capture_logs_async(tracing::Level::DEBUG, async {
         let out = call(&p, 1).await;
         assert_error(&out, ErrorKind::Denied);
         assert_eq!(
