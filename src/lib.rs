@@ -47,10 +47,9 @@ mod diagnostics;
 mod hosts;
 // The core of one governed request: the outcome, the audit record, the
 // renderer, the command runner (what the hook, the proxy and the pipeline
-// share).
-#[cfg(any(feature = "cli", feature = "pipeline"))]
-// Without the pipeline, only the Claude hook maps outcomes (no asks to
-// settle, no refusals to carry).
+// share). Without the pipeline, only the Claude hook maps outcomes (no
+// asks to settle, no refusals to carry), and a host that only decides
+// uses the renderer's `refusal_text` alone.
 #[cfg_attr(not(feature = "pipeline"), allow(dead_code, unused_imports))]
 mod enforce;
 mod escape;
@@ -126,6 +125,7 @@ pub use diagnostics::codes::{
     lookup as diagnostic_code, Code as DiagnosticCode, ALL as DIAGNOSTIC_CODES,
 };
 pub use diagnostics::{render_all, Diagnostic, LoadError, Severity, SourceFile};
+pub use enforce::render::refusal_text;
 pub use eval::explain::{ExplainStep, Explanation, Note, Outcome, Stage};
 pub use eval::{Decision, Reason, Request, Source, Tri, Verdict};
 pub use fingerprint::{fingerprint, FingerprintError, Lock, ToolApproval};

@@ -65,12 +65,19 @@ function decision(d) {
  * the decision's own (an ask a person refused: `ask_denied`).
  */
 function refusalText(d, reason) {
-  const verdict = reason === undefined ? d.decision : 'deny'
-  const why = reason ?? d.reason
-  let text = `mcppol refused this call: decision ${verdict}, reason ${why}, rule ${d.ruleId ?? 'none'}`
-  if (why !== d.reason) text += ` (policy reason ${d.reason})`
-  if (d.policy) text += `, policy ${d.policy}`
-  return text + '. Do not retry the same call; a person can change the policy.'
+  // Worded by the engine's one renderer, never here.
+  return native.refusalText(
+    {
+      decision: d.decision,
+      source: d.source,
+      reason: d.reason,
+      ruleId: d.ruleId ?? undefined,
+      policy: d.policy ?? undefined,
+      line: d.line ?? undefined,
+      allowed: d.allowed,
+    },
+    reason,
+  )
 }
 
 /** One loaded policy. */

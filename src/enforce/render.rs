@@ -13,7 +13,6 @@ use serde_json::{json, Value};
 
 #[cfg(feature = "cli")]
 use super::Outcome;
-#[cfg(feature = "cli")]
 use crate::Decision;
 
 /// The reasons whose detail (what the hook or the person said, or why the
@@ -26,33 +25,87 @@ const SAID: [&str; 4] = ["hook_denied", "ask_denied", "ask_halt", "invalid_argum
 /// person can find the rule. `detail` is what the hook, the approver or
 /// the schema check said.
 #[cfg(all(feature = "cli", feature = "pipeline"))]
-pub(crate) fn refusal_text(o: &Outcome, detail: Option<&str>) -> String {
+pub(crate) fn outcome_refusal_text(o: &Outcome, detail: Option<&str>) -> String {
+    refusal_words(&Refusal {
+        verdict: o.verdict.as_str(),
+        reason: o.reason,
+        decision: o.decision.as_ref(),
+        hook: o.hook_id.as_deref(),
+        detail: detail.filter(|_| SAID.contains(&o.reason)),
+        halt: o.is_halt(),
+    })
+}
+
+/// The refusal text of a bare policy decision, for a host that holds a
+/// [`Decision`] and no outcome (the Python and Node packages): the words
+/// `mcppol proxy` gives a model. `reason` is the request's own reason when
+/// it is not the policy's (`ask_denied`: a person said no; `ask_failed`;
+/// `ask_halt`), and the verdict is then `deny`.
+///
+/// ```
+/// let policy = mcppol::PolicySet::from_text("p.mcppol",
+///     "policy p {\n  default deny\n  deny rm: \"fs/delete\"\n}\n")?;
+/// let d = policy.decide(&mcppol::Request::tool("fs", "delete"));
+/// assert_eq!(
+///     mcppol::refusal_text(&d, None),
+///     "mcppol refused this call: decision deny, reason deny_rule, rule rm, policy p. \
+///      Do not retry the same call; a person can change the policy."
+/// );
+/// # Ok::<(), mcppol::LoadError>(())
+/// ```
+pub fn refusal_text(decision: &Decision, reason: Option<&str>) -> String {
+    refusal_words(&Refusal {
+        verdict: if reason.is_some() {
+            "deny"
+        } else {
+            decision.decision.as_str()
+        },
+        reason: reason.unwrap_or(decision.reason.as_str()),
+        decision: Some(decision),
+        hook: None,
+        detail: None,
+        halt: reason == Some("ask_halt"),
+    })
+}
+
+/// What a refusal's words are made of.
+struct Refusal<'a> {
+    verdict: &'a str,
+    reason: &'a str,
+    decision: Option<&'a Decision>,
+    hook: Option<&'a str>,
+    /// What a hook, a person or the schema check said (shown after).
+    detail: Option<&'a str>,
+    halt: bool,
+}
+
+fn refusal_words(r: &Refusal<'_>) -> String {
     let mut text = String::from("mcppol refused this call: ");
-    match &o.decision {
+    match r.decision {
         Some(d) => text.push_str(&format!(
             "decision {}, reason {}, rule {}",
-            o.verdict.as_str(),
-            o.reason,
+            r.verdict,
+            r.reason,
             d.rule_id.as_deref().unwrap_or("none"),
         )),
-        None => text.push_str(&format!("decision deny, reason {}", o.reason)),
+        None => text.push_str(&format!("decision deny, reason {}", r.reason)),
     }
-    if let Some(d) = o.decision.as_ref() {
-        if o.reason != d.reason.as_str() {
+    if let Some(d) = r.decision {
+        if r.reason != d.reason.as_str() {
             text.push_str(&format!(" (policy reason {})", d.reason.as_str()));
         }
         if let Some(p) = &d.policy {
             text.push_str(&format!(", policy {p}"));
         }
     }
-    if let Some(hook) = &o.hook_id {
+    if let Some(hook) = r.hook {
         text.push_str(&format!(", hook {hook}"));
     }
     text.push('.');
-    if let (true, Some(detail)) = (SAID.contains(&o.reason), detail) {
+    if let Some(detail) = r.detail {
         text.push_str(&format!(" {detail}"));
     }
-    if o.is_halt() {
+    if r.halt {
         text.push_str(" Stop: the person asked to halt.");
     } else {
         text.push_str(" Do not retry the same call; a person can change the policy.");

@@ -88,6 +88,12 @@ macro_rules! as_str {
             pub fn as_str(self) -> &'static str {
                 match self { $(Self::$v => $s),* }
             }
+
+            /// The value of a name [`as_str`](Self::as_str) gives; `None`
+            /// for any other text (a binding reading a decision back).
+            pub fn from_name(name: &str) -> Option<Self> {
+                match name { $($s => Some(Self::$v),)* _ => None }
+            }
         }
     };
 }

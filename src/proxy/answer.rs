@@ -47,7 +47,7 @@ pub(crate) fn call_answer(
                 | ErrorReason::InvalidStructuredContent,
             ) => {
                 let outcome = e.answered(server, TargetKind::Tool, Some(name));
-                let text = render::refusal_text(&outcome, e.detail.as_deref());
+                let text = render::outcome_refusal_text(&outcome, e.detail.as_deref());
                 Ok(ToolResult::error_text(text).to_value())
             }
             _ => Err(other_error(e)),

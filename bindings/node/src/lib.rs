@@ -53,6 +53,31 @@ impl From<Decision> for NativeDecision {
     }
 }
 
+/// The text a model reads for a call that did not go through, worded by
+/// the engine's one renderer (`mcppol::refusal_text`): `reason` replaces
+/// the decision's own (an ask a person refused: `ask_denied`). A decision
+/// whose names the engine does not know is an error, never other words.
+#[napi]
+pub fn refusal_text(decision: NativeDecision, reason: Option<String>) -> napi::Result<String> {
+    let unknown = |what: &str, name: &str| {
+        napi::Error::new(
+            napi::Status::InvalidArg,
+            format!("refusalText: `{name}` is not a {what} the engine gives"),
+        )
+    };
+    let mut d = Decision::no_policy();
+    d.decision = mcppol::Verdict::from_name(&decision.decision)
+        .ok_or_else(|| unknown("decision", &decision.decision))?;
+    d.source = mcppol::Source::from_name(&decision.source)
+        .ok_or_else(|| unknown("source", &decision.source))?;
+    d.reason = mcppol::Reason::from_name(&decision.reason)
+        .ok_or_else(|| unknown("reason", &decision.reason))?;
+    d.rule_id = decision.rule_id.map(Into::into);
+    d.policy = decision.policy.map(Into::into);
+    d.line = decision.line;
+    Ok(mcppol::refusal_text(&d, reason.as_deref()))
+}
+
 /// One loaded policy.
 #[napi]
 pub struct NativePolicy {

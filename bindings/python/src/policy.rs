@@ -81,24 +81,7 @@ impl Decision {
     /// the policy's (`ask_denied`: a person said no).
     #[pyo3(signature = (reason=None))]
     fn refusal_text(&self, reason: Option<&str>) -> String {
-        let d = &self.inner;
-        let policy_reason = d.reason.as_str();
-        let (verdict, reason) = match reason {
-            Some(r) => ("deny", r),
-            None => (d.decision.as_str(), policy_reason),
-        };
-        let mut text = format!(
-            "mcppol refused this call: decision {verdict}, reason {reason}, rule {}",
-            d.rule_id.as_deref().unwrap_or("none")
-        );
-        if reason != policy_reason {
-            text.push_str(&format!(" (policy reason {policy_reason})"));
-        }
-        if let Some(p) = &d.policy {
-            text.push_str(&format!(", policy {p}"));
-        }
-        text.push_str(". Do not retry the same call; a person can change the policy.");
-        text
+        mcppol::refusal_text(&self.inner, reason)
     }
 
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
