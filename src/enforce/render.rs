@@ -43,15 +43,16 @@ pub(crate) fn outcome_refusal_text(o: &Outcome, detail: Option<&str>) -> String 
 /// `ask_halt`), and the verdict is then `deny`.
 ///
 /// ```
-/// let policy = mcppol::PolicySet::from_text("p.mcppol",
-///     "policy p {\n  default deny\n  deny rm: \"fs/delete\"\n}\n")?;
-/// let d = policy.decide(&mcppol::Request::tool("fs", "delete"));
+/// let set = mcppol::PolicySet::from_text("p.mcppol",
+///     "policy p {\n  default deny\n  deny rm: \"fs/delete\"\n}\n")
+///     .map_err(|e| e.render(false))?;
+/// let d = set.get("p").ok_or("no policy")?.decide(&mcppol::Request::tool("fs", "delete"));
 /// assert_eq!(
 ///     mcppol::refusal_text(&d, None),
 ///     "mcppol refused this call: decision deny, reason deny_rule, rule rm, policy p. \
 ///      Do not retry the same call; a person can change the policy."
 /// );
-/// # Ok::<(), mcppol::LoadError>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn refusal_text(decision: &Decision, reason: Option<&str>) -> String {
     refusal_words(&Refusal {
