@@ -45,6 +45,10 @@ fn rule_name(grammar_rule: Rule) -> Option<&'static str> {
         Rule::regex_match | Rule::kw_matches => "`matches`",
         Rule::path_test | Rule::kw_inside | Rule::kw_escapes => "`inside` or `escapes`",
         Rule::let_item | Rule::kw_let => "`let`",
+        Rule::limit_rule | Rule::kw_limit => "`limit`",
+        Rule::limit_count => "a count (a whole number)",
+        Rule::kw_per => "`per`",
+        Rule::limit_word => "`second`, `minute`, `hour`, `day`, `principal` or `session`",
         Rule::name_ref => "a name given by `let`",
         Rule::shell_test | Rule::kw_runs | Rule::kw_only | Rule::kw_writes => {
             "`runs only`, `runs` or `writes inside`"
