@@ -202,6 +202,8 @@ pub fn run(args: GatewayArgs) -> u8 {
         protected,
         principal: None,
         assigns: None,
+        session: None,
+        budgets: Arc::new(crate::MemoryBudgets::new()),
         #[cfg(feature = "http")]
         metrics: None,
     };

@@ -382,6 +382,7 @@ fn open(
         config.assigns = Some(p.assigns);
     }
     let max_line = config.max_line_bytes;
+    config.session = Some(id.clone());
     let session = HttpSession::start(id.clone(), config, max_line);
     tracing::info!(target: "mcppol::gateway", session = %id, principal = session.principal.as_deref().unwrap_or(""), "a session opened");
     sessions.insert(id, session.clone());
