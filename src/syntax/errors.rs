@@ -73,6 +73,7 @@ fn rule_name(grammar_rule: Rule) -> Option<&'static str> {
         | Rule::item_end
         | Rule::setting_word
         | Rule::reserved_item_word
+        | Rule::effect_word
         | Rule::test_word
         | Rule::name_keyword
         | Rule::WHITESPACE
@@ -271,7 +272,9 @@ fn unclosed_string(source: &Arc<SourceFile>, at: usize) -> Option<Diagnostic> {
 /// Fixed advice for the commonest ways an entry breaks off.
 fn help_for(expected: &[String]) -> &'static str {
     let has = |needle: &str| expected.iter().any(|e| e.contains(needle));
-    if has("a value") {
+    if has("a count") {
+        "a budget is `limit ID: TARGET, ... COUNT per UNIT`, such as `limit sends: \"*/send_*\" 20 per hour`"
+    } else if has("a value") {
         "write a JSON value: a string in double quotes, a number, true, false, null or a list"
     } else if has("a condition") {
         "a condition is a test such as `args.path inside \"/srv\"`, `annotation.read_only` or `tainted`, joined with `and`, `or`, `not`"
