@@ -375,3 +375,53 @@ fn print_settings_serve_gives_claude_codes_http_handler() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `/v1/decide`'s allows take from the policy's budgets (the host acts on
+/// them): past the count a call is denied by the budget; an ask is only
+/// checked, and other principals keep their own budget.
+#[test]
+fn decide_counts_allows_against_budgets() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("p.mcppol");
+    std::fs::write(
+        &policy,
+        "policy p {\n  limit sends: \"*/send\", \"*/merge\" 2 per day per principal\n  ask \"gh/merge\"\n  allow \"mail/send\"\n}\n",
+    )
+    .unwrap();
+    let server = start(&policy, &dir.path().join("state"));
+    let ann = br#"{"tool": "mail/send", "principal": "ann"}"#;
+    let merge = br#"{"tool": "gh/merge", "principal": "ann"}"#;
+    // Asks take nothing.
+    for _ in 0..3 {
+        assert_eq!(
+            http(&server, "POST", "/v1/decide", merge).json()["decision"],
+            "ask"
+        );
+    }
+    for _ in 0..2 {
+        assert_eq!(
+            http(&server, "POST", "/v1/decide", ann).json()["decision"],
+            "allow"
+        );
+    }
+    let d = http(&server, "POST", "/v1/decide", ann).json();
+    assert_eq!(
+        (&d["decision"], &d["source"], &d["reason"], &d["rule_id"]),
+        (
+            &json!("deny"),
+            &json!("limit"),
+            &json!("limit_exceeded"),
+            &json!("sends")
+        )
+    );
+    // Spent: the ask is refused by the budget before anyone is asked.
+    assert_eq!(
+        http(&server, "POST", "/v1/decide", merge).json()["source"],
+        "limit"
+    );
+    let bob = br#"{"tool": "mail/send", "principal": "bob"}"#;
+    assert_eq!(
+        http(&server, "POST", "/v1/decide", bob).json()["decision"],
+        "allow"
+    );
+}
