@@ -45,7 +45,13 @@ impl MemoryBudgets {
         Room::Available
     }
 
-    fn take_now(&self, charges: &[Charge]) -> Room {
+    /// [`Budgets::check`] without a future: the store never waits.
+    pub fn check_now(&self, charges: &[Charge]) -> Room {
+        Self::room(&self.lock(), charges)
+    }
+
+    /// [`Budgets::take`] without a future: the store never waits.
+    pub fn take_now(&self, charges: &[Charge]) -> Room {
         let mut counters = self.lock();
         let room = Self::room(&counters, charges);
         if room != Room::Available {

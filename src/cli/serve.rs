@@ -103,6 +103,8 @@ pub fn run(args: ServeArgs) -> u8 {
         eprint!("{}", e.render(super::color()));
         return exit::USAGE;
     }
+    // One store for `/v1/decide` and every hook route.
+    let budgets = Arc::new(crate::MemoryBudgets::new());
     let app = App {
         name: args.name.clone(),
         hook: HookConfig {
@@ -114,9 +116,10 @@ pub fn run(args: ServeArgs) -> u8 {
             audit: args.audit,
             home: crate::claude::place::home_from_env(),
             preloaded: None,
+            budgets: Some(budgets.clone()),
         },
         store,
-        budgets: Arc::new(crate::MemoryBudgets::new()),
+        budgets,
         auth,
     };
     if let Err(e) = pick(&app, None) {

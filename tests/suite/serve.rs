@@ -425,3 +425,66 @@ fn decide_counts_allows_against_budgets() {
         "allow"
     );
 }
+
+/// Hooks answered by `mcppol serve` count budgets in its store (per
+/// session: the host's session id); the same hook run as its own process
+/// keeps no counters and denies what a budget matches.
+#[test]
+fn hooks_count_budgets_in_serve_and_fail_closed_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("p.mcppol");
+    std::fs::write(
+        &policy,
+        "policy p {\n  limit web: \"*/WebFetch\" 2 per day per session\n  allow \"claude/WebFetch\"\n}\n",
+    )
+    .unwrap();
+    let server = start(&policy, &dir.path().join("state"));
+    let event = |session: &str| {
+        json!({"session_id": session, "hook_event_name": "PreToolUse", "cwd": "/home/dev",
+               "tool_name": "WebFetch", "tool_input": {"url": "https://example.com"}})
+        .to_string()
+    };
+    let decision = |body: &str| {
+        let r = http(&server, "POST", "/v1/hooks/claude", body.as_bytes());
+        let v: Value = serde_json::from_str(&r.body).unwrap_or_else(|e| panic!("{e}: {}", r.body));
+        (
+            v["hookSpecificOutput"]["permissionDecision"]
+                .as_str()
+                .unwrap_or("")
+                .to_string(),
+            v["hookSpecificOutput"]["permissionDecisionReason"]
+                .as_str()
+                .unwrap_or("")
+                .to_string(),
+        )
+    };
+    for _ in 0..2 {
+        assert_eq!(decision(&event("s1")).0, "allow");
+    }
+    let (verdict, reason) = decision(&event("s1"));
+    assert_eq!(verdict, "deny");
+    assert!(reason.contains("rule `web` (limit_exceeded)"), "{reason}");
+    assert_eq!(decision(&event("s2")).0, "allow");
+
+    // Alone, the hook cannot count: denied, and it says why.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mcppol"))
+        .args(["claude-hook", "--policy"])
+        .arg(&policy)
+        .arg("--state-dir")
+        .arg(dir.path().join("alone"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(event("s3").as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("\"deny\""), "{text}");
+    assert!(text.contains("keeps no budget counters"), "{text}");
+}
