@@ -180,7 +180,7 @@ pub fn decide_call(config: &HookConfig, call: &Call<'_>) -> Result<Answer, Strin
     let Some((reading, decision)) = strictest else {
         return Err(format!("`{}` gave no request to decide", call.shown));
     };
-    let (decision, uncounted) = budgeted(config, &policy, &reading, call.session, decision);
+    let (decision, uncounted) = budgeted(config, &policy, reading, call.session, decision);
 
     let outcome = decided(
         &reading.server,
