@@ -37,8 +37,13 @@ impl Drop for Gateway {
 }
 
 fn start(dir: &Path, extra: &[&str]) -> Gateway {
+    start_with(dir, POLICY, extra)
+}
+
+/// [`start`] with another policy.
+fn start_with(dir: &Path, policy_text: &str, extra: &[&str]) -> Gateway {
     let policy = dir.join("gw.mcppol");
-    std::fs::write(&policy, POLICY).unwrap();
+    std::fs::write(&policy, policy_text).unwrap();
     let servers = dir.join("servers.json");
     let entry = json!({"command": "python3", "args": [scripted_server()]});
     std::fs::write(&servers, json!({"mcpServers": {"a": entry}}).to_string()).unwrap();
@@ -340,4 +345,33 @@ fn a_bearer_token_names_the_principal_and_no_token_is_401() {
     assert_eq!(status, 204);
     open(&g, &dana);
     drop(g);
+}
+
+/// Budgets over HTTP: every session of one gateway counts in one store
+/// (`limit ... 3 per day`), and `per session` counts each
+/// `Mcp-Session-Id` apart.
+#[test]
+fn sessions_share_the_gateways_budgets() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = r#"
+policy gw {
+  limit all: "a/echo" 3 per day
+  limit mine: "a/echo" 2 per day per session
+  allow "a/echo"
+}
+"#;
+    let g = start_with(dir.path(), policy, &[]);
+    let (s1, s2) = (open(&g, &[]), open(&g, &[]));
+    let ok = |v: &Value| v["result"]["isError"] != true && v.get("error").is_none();
+    let mut seen = Vec::new();
+    for session in [&s1, &s1, &s1, &s2, &s2] {
+        let answer = call(&g, session, &[], "a__echo", json!({"n": 1}));
+        seen.push(ok(&answer));
+        if !ok(&answer) {
+            assert!(answer.to_string().contains("limit_exceeded"), "{answer}");
+        }
+    }
+    // s1: two (its own budget), then refused; s2: one (the shared three
+    // are spent), then refused.
+    assert_eq!(seen, [true, true, false, true, false]);
 }
