@@ -24,6 +24,8 @@
 //! beyond the window's own boundary.
 
 mod memory;
+#[cfg(feature = "redis-state")]
+mod redis_store;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -36,6 +38,8 @@ use crate::model::{Decision, Reason, Source, Verdict};
 use crate::policy::{BudgetScope, Limit, Policy};
 
 pub use memory::{MemoryBudgets, MAX_COUNTERS};
+#[cfg(feature = "redis-state")]
+pub use redis_store::{connection as redis_connection, RedisBudgets, COMMAND_TIMEOUT, KEY_PREFIX};
 
 /// A boxed future a [`Budgets`] store answers with (a shared store talks
 /// to another process).
@@ -76,7 +80,7 @@ pub enum Room {
 ///
 /// Both methods see every charge of one call at once, so that a call is
 /// counted against all its budgets or none.
-pub trait Budgets: Send + Sync + 'static {
+pub trait Budgets: std::fmt::Debug + Send + Sync + 'static {
     /// Takes one call from every charge if each has room, atomically (no
     /// other take can come between the test and the count); else takes
     /// nothing.
@@ -197,6 +201,29 @@ pub fn now_seconds() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or_default()
+}
+
+/// Waits for a store's answer on this thread (for a caller that is not
+/// async: a hook run on `mcppol serve`'s blocking threads). The thread
+/// sleeps until the store's future wakes it.
+pub fn wait(future: BudgetFuture<'_>) -> Room {
+    use std::sync::Arc;
+    use std::task::{Context, Poll, Wake, Waker};
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut context = Context::from_waker(&waker);
+    let mut future = future;
+    loop {
+        match future.as_mut().poll(&mut context) {
+            Poll::Ready(room) => return room,
+            Poll::Pending => std::thread::park(),
+        }
+    }
 }
 
 /// One budget's charge for a call.

@@ -267,8 +267,10 @@ fn budgeted(
     }
     let room = match &config.budgets {
         None => Room::Unavailable,
-        Some(store) if decision.decision == Verdict::Allow => store.take_now(&charges.charges),
-        Some(store) => store.check_now(&charges.charges),
+        Some(store) if decision.decision == Verdict::Allow => {
+            crate::budget::wait(store.take(&charges.charges))
+        }
+        Some(store) => crate::budget::wait(store.check(&charges.charges)),
     };
     let uncounted = config.budgets.is_none();
     match charges.refusal(room) {

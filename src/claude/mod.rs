@@ -68,7 +68,7 @@ pub struct HookConfig {
     /// The budgets' counters (`mcppol serve`'s, shared by every hook call
     /// it answers); `None` for a hook run as its own process, which keeps
     /// no counters and so denies what a budget matches.
-    pub budgets: Option<std::sync::Arc<crate::MemoryBudgets>>,
+    pub budgets: Option<std::sync::Arc<dyn crate::Budgets>>,
 }
 
 impl HookConfig {

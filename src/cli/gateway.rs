@@ -115,6 +115,11 @@ pub struct GatewayArgs {
     /// The most requests in flight each way.
     #[arg(long = "max-pending", value_name = "N", default_value_t = 1024)]
     max_pending: usize,
+    /// Where replicas share state: `redis://HOST:PORT/DB` keeps the
+    /// budgets' counters in that Redis (see docs/fleet.md); without it,
+    /// this process's memory.
+    #[arg(long, value_name = "URL")]
+    state: Option<String>,
     /// Relay tool results as the servers sent them.
     #[arg(long = "no-shape")]
     no_shape: bool,
@@ -229,6 +234,16 @@ pub fn run(args: GatewayArgs) -> u8 {
         Ok(r) => r,
         Err(e) => return usage_error(&format!("cannot start the runtime: {e}"), None),
     };
+    // The Redis connection manager runs on this runtime.
+    let budgets = {
+        let _entered = runtime.enter();
+        super::state::budgets(args.state.as_deref())
+    };
+    let mut config = config;
+    match budgets {
+        Ok(b) => config.budgets = b,
+        Err(e) => return usage_error(&e, None),
+    }
     #[cfg(feature = "http")]
     if let (Some(addr), Some(metrics)) = (metrics_addr, config.metrics.clone()) {
         if let Err(e) = runtime.block_on(gateway::metrics::serve(metrics, addr)) {

@@ -23,6 +23,8 @@ mod request_args;
 mod request_file;
 #[cfg(feature = "http")]
 mod serve;
+#[cfg(feature = "pipeline")]
+mod state;
 mod table;
 mod test;
 #[cfg(feature = "pipeline")]

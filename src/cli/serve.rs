@@ -58,6 +58,11 @@ pub struct ServeArgs {
     /// Where the hooks' session taint files live (see `mcppol hook`).
     #[arg(long = "state-dir", value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+    /// Where replicas share state: `redis://HOST:PORT/DB` keeps the
+    /// budgets' counters in that Redis (see docs/fleet.md); without it,
+    /// this process's memory.
+    #[arg(long, value_name = "URL")]
+    pub state: Option<String>,
     /// Append one JSON line per hook decision to FILE.
     #[arg(long, value_name = "FILE")]
     pub audit: Option<PathBuf>,
@@ -103,8 +108,23 @@ pub fn run(args: ServeArgs) -> u8 {
         eprint!("{}", e.render(super::color()));
         return exit::USAGE;
     }
-    // One store for `/v1/decide` and every hook route.
-    let budgets = Arc::new(crate::MemoryBudgets::new());
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => return usage_error(&format!("cannot start the runtime: {e}"), None),
+    };
+    // One store for `/v1/decide` and every hook route (a Redis connection
+    // manager runs on this runtime).
+    let budgets = {
+        let _entered = runtime.enter();
+        super::state::budgets(args.state.as_deref())
+    };
+    let budgets = match budgets {
+        Ok(b) => b,
+        Err(e) => return usage_error(&e, None),
+    };
     let app = App {
         name: args.name.clone(),
         hook: HookConfig {
@@ -125,13 +145,6 @@ pub fn run(args: ServeArgs) -> u8 {
     if let Err(e) = pick(&app, None) {
         return usage_error(&e, Some("give --name POLICY"));
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => return usage_error(&format!("cannot start the runtime: {e}"), None),
-    };
     runtime.block_on(serve(Arc::new(app), args.listen))
 }
 

@@ -151,6 +151,7 @@ async fn pipelines_given_one_store_share_the_budget_exactly_under_concurrency() 
 
 #[tokio::test]
 async fn a_store_that_cannot_count_denies() {
+    #[derive(Debug)]
     struct Down;
     impl Budgets for Down {
         fn take<'a>(&'a self, _: &'a [mcppol::budget::Charge]) -> mcppol::budget::BudgetFuture<'a> {

@@ -24,9 +24,9 @@ policy gw {
 "#;
 
 /// A gateway listening on a free port of 127.0.0.1, with `extra` flags.
-struct Gateway {
+pub(crate) struct Gateway {
     child: Child,
-    addr: String,
+    pub(crate) addr: String,
 }
 
 impl Drop for Gateway {
@@ -41,7 +41,7 @@ fn start(dir: &Path, extra: &[&str]) -> Gateway {
 }
 
 /// [`start`] with another policy.
-fn start_with(dir: &Path, policy_text: &str, extra: &[&str]) -> Gateway {
+pub(crate) fn start_with(dir: &Path, policy_text: &str, extra: &[&str]) -> Gateway {
     let policy = dir.join("gw.mcppol");
     std::fs::write(&policy, policy_text).unwrap();
     let servers = dir.join("servers.json");
@@ -101,7 +101,7 @@ fn start_with(dir: &Path, policy_text: &str, extra: &[&str]) -> Gateway {
 
 /// One HTTP/1.1 exchange: the status, the headers (lower-case names), the
 /// body.
-fn http(
+pub(crate) fn http(
     g: &Gateway,
     method: &str,
     path: &str,
@@ -150,7 +150,7 @@ fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
 
 /// Opens a session as `token`'s holder; its id.
-fn open(g: &Gateway, auth: &[(&str, &str)]) -> String {
+pub(crate) fn open(g: &Gateway, auth: &[(&str, &str)]) -> String {
     let mut headers = vec![
         ("content-type", "application/json"),
         ("accept", "application/json"),
@@ -163,7 +163,13 @@ fn open(g: &Gateway, auth: &[(&str, &str)]) -> String {
     header(&h, "mcp-session-id").unwrap().to_string()
 }
 
-fn call(g: &Gateway, session: &str, auth: &[(&str, &str)], tool: &str, args: Value) -> Value {
+pub(crate) fn call(
+    g: &Gateway,
+    session: &str,
+    auth: &[(&str, &str)],
+    tool: &str,
+    args: Value,
+) -> Value {
     let mut headers = vec![
         ("content-type", "application/json"),
         ("accept", "application/json"),
