@@ -186,6 +186,68 @@ policy gw {
     }
 }
 
+/// Two `mcppol serve` replicas on one Redis: `/v1/decide` allows and the
+/// hook routes (which wait for Redis on a blocking thread) count in the
+/// same budgets; with Redis stopped, a budgeted allow is denied.
+#[test]
+fn serve_replicas_share_budgets_in_redis() {
+    use crate::serve::{http, start_with};
+    let dir = tempfile::tempdir().unwrap();
+    let Some(mut redis) = Redis::start(dir.path()) else {
+        return;
+    };
+    let policy = dir.path().join("p.mcppol");
+    std::fs::write(
+        &policy,
+        "policy p {\n  limit sends: \"mail/send\" 3 per day\n  limit web: \"*/WebFetch\" 2 per day per session\n  limit roomy: \"mail/read\" 1000 per day\n  allow \"mail/read\"\n  allow \"mail/send\"\n  allow \"claude/WebFetch\"\n}\n",
+    )
+    .unwrap();
+    let url = redis.url();
+    let [a, b] = [0, 1].map(|i| {
+        start_with(
+            &policy,
+            &dir.path().join(format!("state{i}")),
+            &["--state", &url],
+        )
+    });
+    let send = br#"{"tool": "mail/send"}"#;
+    let decide = |s| http(s, "POST", "/v1/decide", send).json()["decision"].clone();
+    let seen: Vec<Value> = [&a, &b, &a, &b].into_iter().map(decide).collect();
+    assert_eq!(seen, ["allow", "allow", "allow", "deny"]);
+
+    let event = json!({"session_id": "s1", "hook_event_name": "PreToolUse", "cwd": "/home/dev",
+                       "tool_name": "WebFetch", "tool_input": {"url": "https://example.com"}})
+    .to_string();
+    let hook = |s| {
+        let r = http(s, "POST", "/v1/hooks/claude", event.as_bytes());
+        r.json()["hookSpecificOutput"]["permissionDecision"].clone()
+    };
+    let seen: Vec<Value> = [&a, &b, &a].into_iter().map(hook).collect();
+    assert_eq!(seen, ["allow", "allow", "deny"]);
+
+    let read = br#"{"tool": "mail/read"}"#;
+    assert_eq!(
+        http(&a, "POST", "/v1/decide", read).json()["decision"],
+        "allow"
+    );
+    redis.stop();
+    let other = json!({"session_id": "s2", "hook_event_name": "PreToolUse", "cwd": "/home/dev",
+                       "tool_name": "WebFetch", "tool_input": {"url": "https://example.com"}})
+    .to_string();
+    let r = http(&b, "POST", "/v1/hooks/claude", other.as_bytes());
+    assert_eq!(
+        r.json()["hookSpecificOutput"]["permissionDecision"],
+        "deny",
+        "{}",
+        r.body
+    );
+    let d = http(&a, "POST", "/v1/decide", read).json();
+    assert_eq!(
+        (&d["decision"], &d["reason"]),
+        (&json!("deny"), &json!("limit_exceeded"))
+    );
+}
+
 /// A `--state` that is not a redis:// URL is a usage error naming the fix.
 #[test]
 fn a_state_that_is_not_redis_is_refused() {

@@ -30,7 +30,7 @@ pub(crate) fn start(policy: &Path, state: &Path) -> Server {
     start_with(policy, state, &[])
 }
 
-fn start_with(policy: &Path, state: &Path, extra: &[&str]) -> Server {
+pub(crate) fn start_with(policy: &Path, state: &Path, extra: &[&str]) -> Server {
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mcppol"))
         .args(["serve", "--listen", "127.0.0.1:0", "--policy"])
         .arg(policy)
@@ -62,7 +62,7 @@ pub(crate) struct Reply {
 }
 
 impl Reply {
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {:?}", self.body))
     }
 }
