@@ -8,8 +8,12 @@
 //!   `202 Accepted`.
 //! - `initialize` opens a session (`Mcp-Session-Id` in the answer's
 //!   headers), required on every later request: a missing one is `400`, an
-//!   unknown or expired one `404`. `DELETE` ends it; `GET` is `405` (no
-//!   stream without a request).
+//!   unknown or expired one `404`. `DELETE` ends it.
+//! - `GET` (with the session id, accepting `text/event-stream`) opens the
+//!   session's one stream for what is no request's: a server's
+//!   `list_changed`, a resource update (`http_session::Outbox`). A second
+//!   while one is open is `409`; a reader too slow for its bounded queue
+//!   loses the stream.
 //! - Before anything else: the bearer token, when `--tokens` or `--jwks`
 //!   is set (`401`), and the `Origin` check against DNS rebinding: a
 //!   browser's request from an origin that is not this machine's is `403`
@@ -278,16 +282,53 @@ async fn mcp(
                 "DELETE needs the Mcp-Session-Id header",
             ),
         },
+        Method::GET => match session {
+            Some(s) => listen(s, &headers),
+            None => plain(
+                StatusCode::BAD_REQUEST,
+                "GET needs the Mcp-Session-Id header (initialize first)",
+            ),
+        },
         _ => {
             let mut r = plain(
                 StatusCode::METHOD_NOT_ALLOWED,
-                "POST a JSON-RPC message (or DELETE the session)",
+                "POST a JSON-RPC message, GET the session's event stream, or DELETE the session",
             );
-            r.headers_mut()
-                .insert(header::ALLOW, HeaderValue::from_static("POST, DELETE"));
+            r.headers_mut().insert(
+                header::ALLOW,
+                HeaderValue::from_static("GET, POST, DELETE"),
+            );
             r
         }
     }
+}
+
+/// Whether the client's `Accept` names an event stream.
+fn accepts_events(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("text/event-stream"))
+}
+
+/// `GET /mcp`: the session's event stream for what is no request's.
+fn listen(session: Arc<HttpSession>, headers: &HeaderMap) -> Response {
+    if !accepts_events(headers) {
+        return plain(
+            StatusCode::NOT_ACCEPTABLE,
+            "GET /mcp opens the session's event stream: send `Accept: text/event-stream`",
+        );
+    }
+    let Some((n, messages)) = session.open_listener() else {
+        return plain(
+            StatusCode::CONFLICT,
+            "this session has its GET event stream open already (one a session)",
+        );
+    };
+    tracing::debug!(target: "mcppol::gateway", session = %session.id, "the host opened the session's GET stream");
+    Sse::new(super::http_session::listen(session, n, messages))
+        .keep_alive(KeepAlive::default())
+        .into_response()
 }
 
 async fn post(
@@ -329,11 +370,7 @@ async fn post(
     };
     let key = id.to_string();
     let answer = session.expect(key.clone());
-    let streaming = headers
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|a| a.contains("text/event-stream"));
-    let stream = streaming.then(|| session.open_stream());
+    let stream = accepts_events(headers).then(|| session.open_stream());
     if !session.send(&message).await {
         session.forget(&key);
         return plain(StatusCode::NOT_FOUND, "the session has ended");
