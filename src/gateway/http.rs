@@ -294,10 +294,8 @@ async fn mcp(
                 StatusCode::METHOD_NOT_ALLOWED,
                 "POST a JSON-RPC message, GET the session's event stream, or DELETE the session",
             );
-            r.headers_mut().insert(
-                header::ALLOW,
-                HeaderValue::from_static("GET, POST, DELETE"),
-            );
+            r.headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
             r
         }
     }

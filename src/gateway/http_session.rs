@@ -266,7 +266,11 @@ impl Outbox {
     /// One `GET` stream a session: a second while the first is open is
     /// refused (the client would not know which one it reads).
     fn open_listener(&mut self) -> Option<(u64, mpsc::Receiver<Value>)> {
-        if self.listener.as_ref().is_some_and(|(_, tx)| !tx.is_closed()) {
+        if self
+            .listener
+            .as_ref()
+            .is_some_and(|(_, tx)| !tx.is_closed())
+        {
             return None;
         }
         let (tx, rx) = mpsc::channel(STREAM_QUEUE);

@@ -355,7 +355,10 @@ fn read_until(s: &mut TcpStream, text: &str) -> String {
         match s.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => seen.extend_from_slice(&buf[..n]),
-            Err(e) => panic!("reading the GET stream: {e}; read so far:\n{}", String::from_utf8_lossy(&seen)),
+            Err(e) => panic!(
+                "reading the GET stream: {e}; read so far:\n{}",
+                String::from_utf8_lossy(&seen)
+            ),
         }
     }
     String::from_utf8_lossy(&seen).into_owned()
@@ -366,13 +369,7 @@ fn a_get_stream_brings_a_json_only_client_the_servers_notifications() {
     let dir = tempfile::tempdir().unwrap();
     let g = start(dir.path(), &[]);
     let session = open(&g, &[]);
-    let (status, _, _) = http(
-        &g,
-        "GET",
-        "/mcp",
-        &[("accept", "text/event-stream")],
-        "",
-    );
+    let (status, _, _) = http(&g, "GET", "/mcp", &[("accept", "text/event-stream")], "");
     assert_eq!(status, 400, "a GET without a session");
     // The session's GET stream, held open.
     let mut get = TcpStream::connect(&g.addr).unwrap();
@@ -390,7 +387,10 @@ fn a_get_stream_brings_a_json_only_client_the_servers_notifications() {
         &g,
         "GET",
         "/mcp",
-        &[("accept", "text/event-stream"), ("mcp-session-id", &session)],
+        &[
+            ("accept", "text/event-stream"),
+            ("mcp-session-id", &session),
+        ],
         "",
     );
     assert_eq!(status, 409, "a second GET stream");
@@ -411,5 +411,8 @@ fn a_get_stream_brings_a_json_only_client_the_servers_notifications() {
     assert_eq!(status, 204);
     // (the chunked body's last chunk, empty)
     let rest = read_until(&mut get, "0\r\n\r\n");
-    assert!(rest.ends_with("0\r\n\r\n"), "the stream did not end: {rest}");
+    assert!(
+        rest.ends_with("0\r\n\r\n"),
+        "the stream did not end: {rest}"
+    );
 }
