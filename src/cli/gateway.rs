@@ -115,6 +115,10 @@ pub struct GatewayArgs {
     /// The most requests in flight each way.
     #[arg(long = "max-pending", value_name = "N", default_value_t = 1024)]
     max_pending: usize,
+    /// How long the taint of a host that speaks 2026-07-28 (no session)
+    /// is kept after its last result: it is its principal's.
+    #[arg(long = "taint-ttl", value_name = "DURATION", default_value = "8h", value_parser = humantime::parse_duration)]
+    taint_ttl: Duration,
     /// Relay tool results as the servers sent them.
     #[arg(long = "no-shape")]
     no_shape: bool,
@@ -202,6 +206,8 @@ pub fn run(args: GatewayArgs) -> u8 {
         protected,
         principal: None,
         assigns: None,
+        taint_ttl: args.taint_ttl,
+        taint: None,
         #[cfg(feature = "http")]
         metrics: None,
     };

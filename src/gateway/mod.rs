@@ -10,7 +10,11 @@
 //!   `transport.rs`: the connection as the pipeline's transport;
 //!   `notes.rs`: a server's notifications to the host;
 //! - `host.rs`: what the host sends; `requests.rs`: each request served;
-//! - `taint.rs`: the session's taint, kept by the gateway itself.
+//! - `taint.rs`: the session's taint, kept by the gateway itself;
+//! - `stateless.rs`: MCP 2026-07-28 on the host side (no session,
+//!   `server/discover`, `_meta`, the routing headers);
+//!   `input_required.rs`: an ask put to such a host; over HTTP,
+//!   `http.rs`, `http_session.rs` and `http_stateless.rs`.
 
 mod host;
 #[cfg(feature = "http")]
@@ -18,10 +22,14 @@ pub(crate) mod http;
 #[cfg(feature = "http")]
 mod http_session;
 #[cfg(feature = "http")]
+mod http_stateless;
+mod input_required;
+#[cfg(feature = "http")]
 pub(crate) mod metrics;
 mod naming;
 mod notes;
 mod requests;
+mod stateless;
 mod taint;
 mod transport;
 mod upstream;
@@ -71,6 +79,13 @@ pub(crate) struct Config {
     pub(crate) principal: Option<String>,
     /// The principal's `assigns`.
     pub(crate) assigns: Option<Value>,
+    /// How long a stateless (2026-07-28) host's taint is kept after its
+    /// last result (`--taint-ttl`).
+    pub(crate) taint_ttl: Duration,
+    /// The taint this session shares: over HTTP, a stateless host's
+    /// principal's (it outlives the gateway session); `None`: the
+    /// session's own.
+    pub(crate) taint: Option<Arc<taint::Taint>>,
     /// Prometheus metrics (`--metrics`), shared by every session.
     #[cfg(feature = "http")]
     pub(crate) metrics: Option<Arc<metrics::Metrics>>,
@@ -94,7 +109,14 @@ pub(crate) struct Shared {
     pub(crate) host_caps: OnceLock<Value>,
     pub(crate) upstreams: Vec<Arc<upstream::Upstream>>,
     pub(crate) separator: String,
-    pub(crate) taint: taint::Taint,
+    pub(crate) taint: Arc<taint::Taint>,
+    pub(crate) taint_ttl: Duration,
+    /// Whether the host is stateless (2026-07-28: it sent no `initialize`;
+    /// each request carries its version in `_meta`).
+    pub(crate) stateless_host: std::sync::atomic::AtomicBool,
+    /// A stateless host's calls that may ask it, and those waiting for
+    /// its retry.
+    pub(crate) asks: Arc<input_required::Asks>,
     pub(crate) routes: Mutex<naming::ResourceRoutes>,
     pub(crate) inflight: Mutex<HashMap<crate::mcp::Id, host::Inflight>>,
     pub(crate) audit: Option<Arc<Audit>>,
@@ -210,12 +232,15 @@ pub(crate) fn build_pipeline(
     // The servers are children on this machine: path tests read links.
     .local_tool(true)
     .protect(setup.protected.clone());
-    // Asks are settled in the proxy's order: the command, then the host.
+    // Asks are settled in the proxy's order: the command, then the host
+    // (a stateless one through `input_required`).
     if let Some(command) = &setup.approver {
         builder = builder.approver(approve::ProxyApprover::Command {
             command: command.clone(),
             host: gw.host.clone(),
         });
+    } else if gw.stateless_host.load(std::sync::atomic::Ordering::Relaxed) {
+        builder = builder.approver(input_required::HostInput(gw.asks.clone()));
     } else if approve::host_elicits(&caps) {
         builder = builder.approver(approve::ProxyApprover::Elicit(gw.host.clone()));
     }
@@ -293,7 +318,10 @@ where
             .map(|s| Arc::new(upstream::Upstream::new(s)))
             .collect(),
         separator: config.separator,
-        taint: taint::Taint::default(),
+        taint: config.taint.unwrap_or_default(),
+        taint_ttl: config.taint_ttl,
+        stateless_host: std::sync::atomic::AtomicBool::new(false),
+        asks: Arc::default(),
         routes: Mutex::default(),
         inflight: Mutex::default(),
         audit: config.audit,
@@ -367,6 +395,17 @@ async fn stop_servers(gw: &Shared, how: Stop) {
     for s in supervisors {
         let _ = s.await;
     }
+}
+
+/// 128 bits from the system's random source, as hex: a session id, a
+/// `requestState`.
+pub(crate) fn random_token() -> Option<String> {
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .ok()?;
+    Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// Checks the separator against the servers' ids (see `naming.rs`).

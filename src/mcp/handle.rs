@@ -56,6 +56,13 @@ struct State {
     kept: Option<Value>,
 }
 
+impl CallHandle {
+    /// Whether `other` is a clone of this handle (the same call).
+    pub(crate) fn same(&self, other: &CallHandle) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
 impl fmt::Debug for CallHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CallHandle")

@@ -37,6 +37,9 @@ pub struct ApprovalRequest {
     /// Who the call is for and the rest of its context (`hook_id` is
     /// empty).
     pub ctx: HookCtx,
+    /// The call's handle, when its caller gave one: which call of many is
+    /// asking (the gateway puts the ask to that call's host request).
+    pub(crate) handle: Option<crate::mcp::CallHandle>,
 }
 
 /// The approver's answer.

@@ -24,9 +24,9 @@ policy gw {
 "#;
 
 /// A gateway listening on a free port of 127.0.0.1, with `extra` flags.
-struct Gateway {
+pub(crate) struct Gateway {
     child: Child,
-    addr: String,
+    pub(crate) addr: String,
 }
 
 impl Drop for Gateway {
@@ -37,11 +37,21 @@ impl Drop for Gateway {
 }
 
 fn start(dir: &Path, extra: &[&str]) -> Gateway {
+    start_with(dir, POLICY, &["a"], extra)
+}
+
+/// A gateway with this policy in front of the scripted server under each
+/// of `ids`; `TOKENS` in `extra` is a tokens file of dana's and omar's.
+pub(crate) fn start_with(dir: &Path, policy_text: &str, ids: &[&str], extra: &[&str]) -> Gateway {
     let policy = dir.join("gw.mcppol");
-    std::fs::write(&policy, POLICY).unwrap();
+    std::fs::write(&policy, policy_text).unwrap();
     let servers = dir.join("servers.json");
     let entry = json!({"command": "python3", "args": [scripted_server()]});
-    std::fs::write(&servers, json!({"mcpServers": {"a": entry}}).to_string()).unwrap();
+    let all: serde_json::Map<String, Value> = ids
+        .iter()
+        .map(|id| (id.to_string(), entry.clone()))
+        .collect();
+    std::fs::write(&servers, json!({ "mcpServers": all }).to_string()).unwrap();
     // dana's and omar's tokens (the file holds them as they are: a test).
     let tokens = dir.join("tokens.json");
     std::fs::write(
@@ -96,7 +106,7 @@ fn start(dir: &Path, extra: &[&str]) -> Gateway {
 
 /// One HTTP/1.1 exchange: the status, the headers (lower-case names), the
 /// body.
-fn http(
+pub(crate) fn http(
     g: &Gateway,
     method: &str,
     path: &str,
@@ -135,7 +145,7 @@ fn http(
     (status, headers, body.to_string())
 }
 
-fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+pub(crate) fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
     headers
         .iter()
         .find(|(k, _)| k == name)

@@ -50,6 +50,10 @@ mod gateway;
 mod gateway_e2e;
 #[cfg(all(feature = "cli", feature = "http"))]
 mod gateway_http;
+#[cfg(all(feature = "cli", feature = "http"))]
+mod gateway_sdk_http;
+#[cfg(all(feature = "cli", feature = "http"))]
+mod gateway_stateless;
 #[cfg(feature = "cli")]
 mod hosts;
 #[cfg(feature = "cli")]
