@@ -23,6 +23,7 @@ use crate::mcp::{
 };
 
 /// A routing header that disagrees with the body.
+#[cfg(feature = "http")]
 pub(crate) const HEADER_MISMATCH: i64 = -32020;
 /// A protocol version the gateway does not speak.
 pub(crate) const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;

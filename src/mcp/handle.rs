@@ -58,6 +58,8 @@ struct State {
 
 impl CallHandle {
     /// Whether `other` is a clone of this handle (the same call).
+    // The gateway's alone (feature `cli`).
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     pub(crate) fn same(&self, other: &CallHandle) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
