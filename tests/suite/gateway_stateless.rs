@@ -17,6 +17,7 @@ const POLICY: &str = r#"
 policy gw {
   default deny
   deny tainted_write: "b/echo" when tainted
+  ask confirm: "a/secret"
   allow "a/*", "b/*"
 }
 "#;
@@ -184,4 +185,81 @@ fn a_stateless_hosts_taint_is_its_principals() {
     // omar's is clean: another principal, another taint.
     let o = call(&g, &omar, "b__echo");
     assert!(!refused(&o), "{o}");
+}
+
+/// A 2026 `tools/call` of `a__secret` whose `_meta` declares elicitation,
+/// with `extra` params (a retry's).
+fn ask_call(id: u64, x: u64, extra: Value) -> Value {
+    let mut b = body(
+        id,
+        "tools/call",
+        json!({"name": "a__secret", "arguments": {"x": x}}),
+    );
+    b["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {}});
+    for (k, v) in extra.as_object().unwrap() {
+        b["params"][k] = v.clone();
+    }
+    b
+}
+
+fn answer(state: &str, decision: &str) -> Value {
+    json!({"requestState": state, "inputResponses": {"mcppol_approval":
+        {"action": "accept", "content": {"decision": decision}}}})
+}
+
+#[test]
+fn an_ask_is_put_as_input_required_and_only_its_own_retry_settles_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = start_with(dir.path(), POLICY, &["a", "b"], &[]);
+    let text = |v: &Value| {
+        v["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    };
+    // No elicitation declared: nobody can be asked.
+    let plain = body(
+        1,
+        "tools/call",
+        json!({"name": "a__secret", "arguments": {}}),
+    );
+    let (status, a) = post(&g, &plain, &[]);
+    assert_eq!(status, 200, "{a}");
+    assert!(text(&a).contains("reason ask_failed"), "{a}");
+
+    let asked = |id, x| {
+        let (status, a) = post(&g, &ask_call(id, x, json!({})), &[]);
+        assert_eq!(status, 200, "{a}");
+        let r = &a["result"];
+        assert_eq!(r["resultType"], "input_required", "{a}");
+        let question = &r["inputRequests"]["mcppol_approval"];
+        assert_eq!(question["method"], "elicitation/create", "{a}");
+        assert_eq!(question["params"]["mode"], "form", "{a}");
+        let message = question["params"]["message"].as_str().unwrap();
+        assert!(message.contains("rule confirm"), "{message}");
+        r["requestState"].as_str().unwrap().to_string()
+    };
+    // A retry must repeat its own call: other arguments are refused, and
+    // the waiting call is declined.
+    let state = asked(2, 1);
+    let (_, a) = post(&g, &ask_call(3, 2, answer(&state, "allow_once")), &[]);
+    assert_eq!(a["error"]["code"], -32602, "{a}");
+    // A requestState is used once.
+    let (_, a) = post(&g, &ask_call(4, 1, answer(&state, "allow_once")), &[]);
+    assert_eq!(a["error"]["code"], -32602, "{a}");
+    assert!(
+        a["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown, used or expired"),
+        "{a}"
+    );
+    // The person's deny, then an allow, each by its own retry.
+    let state = asked(5, 1);
+    let (_, a) = post(&g, &ask_call(6, 1, answer(&state, "deny")), &[]);
+    assert!(text(&a).contains("reason ask_denied"), "{a}");
+    let state = asked(7, 1);
+    let (_, a) = post(&g, &ask_call(8, 1, answer(&state, "allow_once")), &[]);
+    assert_eq!(text(&a), "the secret", "{a}");
+    assert_eq!(a["result"]["resultType"], "complete");
 }
