@@ -36,6 +36,8 @@ extern crate alloc;
 // Every module is private: what a host uses is re-exported below, so an
 // internal rename is never a breaking change.
 // Claude Code's permission hook, run by `mcppol claude-hook`.
+/// Budgets (`limit` rules) at run time: the counters and their store.
+pub mod budget;
 #[cfg(feature = "cli")]
 mod claude;
 #[cfg(feature = "cli")]
@@ -120,6 +122,7 @@ pub struct PipelineDoctests;
 use std::path::Path;
 use std::sync::Arc;
 
+pub use budget::{Budgets, MemoryBudgets};
 pub use compile::{LoadOptions, REGEX_BUDGET, REGEX_SIZE_LIMIT};
 pub use diagnostics::codes::{
     lookup as diagnostic_code, Code as DiagnosticCode, ALL as DIAGNOSTIC_CODES,
@@ -135,6 +138,7 @@ pub use lint::{check_text, Lint, LintOptions, Listing, ListingError, LINTS};
 pub use model::{HostPredicate, HostPredicates};
 pub use model::{Span, TargetKind};
 pub use paths::{LinkResolver, Links};
+pub use policy::{BudgetScope, Limit};
 pub use policy::{DefaultDecision, PickError, Policy, PolicySet, Scope, Settings, Trusted};
 #[cfg(any(feature = "cli", feature = "pipeline"))]
 pub use protected::Protected;

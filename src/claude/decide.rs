@@ -180,6 +180,7 @@ pub fn decide_call(config: &HookConfig, call: &Call<'_>) -> Result<Answer, Strin
     let Some((reading, decision)) = strictest else {
         return Err(format!("`{}` gave no request to decide", call.shown));
     };
+    let (decision, uncounted) = budgeted(config, &policy, reading, call.session, decision);
 
     let outcome = decided(
         &reading.server,
@@ -220,6 +221,11 @@ pub fn decide_call(config: &HookConfig, call: &Call<'_>) -> Result<Answer, Strin
             "; the session's taint is unknown, so `tainted` fails closed: {why}"
         ));
     }
+    if uncounted {
+        reason.push_str(
+            "; a hook run as its own process keeps no budget counters, so a call a budget matches is denied: answer hooks from `mcppol serve` to count budgets",
+        );
+    }
     if decision.decision == Verdict::Ask && !call.host_asks {
         reason = render::hook_ask_blocked(&reason, call.host);
     }
@@ -228,6 +234,47 @@ pub fn decide_call(config: &HookConfig, call: &Call<'_>) -> Result<Answer, Strin
         reason,
         outcome,
     })
+}
+
+/// The call's budgets (`limit`): an allow the host will act on takes from
+/// them, an ask is only checked (the host settles it; the hook never hears
+/// the answer). Without a store (a hook run as its own process) a call a
+/// budget matches is denied, and the flag says why.
+fn budgeted(
+    config: &HookConfig,
+    policy: &crate::Policy,
+    reading: &crate::claude::names::Reading,
+    session: &str,
+    decision: crate::Decision,
+) -> (crate::Decision, bool) {
+    use crate::budget::{counts, now_seconds, Caller, Charges, Room};
+    if !counts(&decision) {
+        return (decision, false);
+    }
+    let caller = Caller {
+        principal: None,
+        session: Some(session),
+    };
+    let charges = Charges::of(
+        policy,
+        &reading.server,
+        &reading.tool,
+        caller,
+        now_seconds(),
+    );
+    if charges.is_empty() {
+        return (decision, false);
+    }
+    let room = match &config.budgets {
+        None => Room::Unavailable,
+        Some(store) if decision.decision == Verdict::Allow => store.take_now(&charges.charges),
+        Some(store) => store.check_now(&charges.charges),
+    };
+    let uncounted = config.budgets.is_none();
+    match charges.refusal(room) {
+        Some(refusal) => (refusal, uncounted),
+        None => (decision, false),
+    }
 }
 
 /// Why a built-in tool's call writes a protected file, if it does: a

@@ -65,6 +65,10 @@ pub struct HookConfig {
     /// The policy, already loaded (by `mcppol serve`'s store); `None`: the
     /// hook loads `policy` itself.
     pub preloaded: Option<std::sync::Arc<Policy>>,
+    /// The budgets' counters (`mcppol serve`'s, shared by every hook call
+    /// it answers); `None` for a hook run as its own process, which keeps
+    /// no counters and so denies what a budget matches.
+    pub budgets: Option<std::sync::Arc<crate::MemoryBudgets>>,
 }
 
 impl HookConfig {
@@ -79,6 +83,7 @@ impl HookConfig {
             audit: None,
             home: place::home_from_env(),
             preloaded: None,
+            budgets: None,
         }
     }
 

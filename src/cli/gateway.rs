@@ -208,6 +208,8 @@ pub fn run(args: GatewayArgs) -> u8 {
         assigns: None,
         taint_ttl: args.taint_ttl,
         taint: None,
+        session: None,
+        budgets: Arc::new(crate::MemoryBudgets::new()),
         #[cfg(feature = "http")]
         metrics: None,
     };

@@ -70,6 +70,9 @@ pub struct ServeArgs {
 
 struct App {
     store: Store,
+    /// The budgets' counters: a `/v1/decide` allow takes from them (the
+    /// host acts on it).
+    budgets: Arc<dyn crate::Budgets>,
     name: Option<String>,
     hook: HookConfig,
     auth: Option<Authenticator>,
@@ -100,6 +103,8 @@ pub fn run(args: ServeArgs) -> u8 {
         eprint!("{}", e.render(super::color()));
         return exit::USAGE;
     }
+    // One store for `/v1/decide` and every hook route.
+    let budgets = Arc::new(crate::MemoryBudgets::new());
     let app = App {
         name: args.name.clone(),
         hook: HookConfig {
@@ -111,8 +116,10 @@ pub fn run(args: ServeArgs) -> u8 {
             audit: args.audit,
             home: crate::claude::place::home_from_env(),
             preloaded: None,
+            budgets: Some(budgets.clone()),
         },
         store,
+        budgets,
         auth,
     };
     if let Err(e) = pick(&app, None) {
@@ -344,6 +351,26 @@ async fn decide(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) ->
     match request_of(&app, &body, who) {
         Ok((policy, owned)) => {
             let decision = owned.with_request(|request| policy.decide(request));
+            // The host acts on an allow: it takes from the call's budgets.
+            // An ask is only checked (the host settles it; serve never
+            // hears the answer, so it never counts).
+            let decision = if owned.kind == crate::TargetKind::Tool {
+                let caller = crate::budget::Caller {
+                    principal: owned.principal.as_deref(),
+                    session: None,
+                };
+                let charges = crate::budget::Charges::of(
+                    &policy,
+                    &owned.server,
+                    &owned.name,
+                    caller,
+                    crate::budget::now_seconds(),
+                );
+                let stage = crate::budget::stage_of(&decision);
+                charges.apply(&*app.budgets, decision, stage).await
+            } else {
+                decision
+            };
             json_response(StatusCode::OK, &decision_json(&decision))
         }
         Err(e) => error(StatusCode::BAD_REQUEST, &e),

@@ -115,7 +115,7 @@ pub fn run(args: TableArgs) -> u8 {
             let tools: Vec<Value> = rows
                 .iter()
                 .map(|row| {
-                    json!({
+                    let mut tool = json!({
                         "server": row.tool.server,
                         "tool": row.tool.name,
                         "approval": serde_json::to_value(row.approval).unwrap_or(Value::Null),
@@ -123,7 +123,16 @@ pub fn run(args: TableArgs) -> u8 {
                         "without_approver": decision_json(&row.bare[1]),
                         "depends_on": row.outcomes.depends_on,
                         "outcomes": row.outcomes.cases.iter().map(outcome_json).collect::<Vec<_>>(),
-                    })
+                    });
+                    let limits = policy.limits_for(&row.tool.server, &row.tool.name);
+                    if let (Value::Object(map), false) = (&mut tool, limits.is_empty()) {
+                        let limits: Vec<Value> = limits
+                            .iter()
+                            .map(|l| json!({"rule_id": l.id.as_str(), "budget": l.window_text(), "line": l.line}))
+                            .collect();
+                        map.insert("limits".into(), Value::from(limits));
+                    }
+                    tool
                 })
                 .collect();
             println!(
@@ -145,9 +154,35 @@ pub fn run(args: TableArgs) -> u8 {
             if depend > 0 {
                 println!("{DEPENDS_NOTE}");
             }
+            print_budgets(policy, &rows);
         }
     }
     exit::OK
+}
+
+/// The budgets each tool counts against: a call the table shows allowed
+/// or asked is denied (`limit_exceeded`) once one of them is spent, which
+/// the table (holding no counters) cannot show.
+fn print_budgets(policy: &crate::Policy, rows: &[Row<'_>]) {
+    let mut lines = Vec::new();
+    for row in rows {
+        for limit in policy.limits_for(&row.tool.server, &row.tool.name) {
+            lines.push(format!(
+                "  {}/{}: limit `{}` ({}, line {})",
+                escape(&row.tool.server),
+                escape(&row.tool.name),
+                escape(&limit.id),
+                limit.window_text(),
+                limit.line
+            ));
+        }
+    }
+    if !lines.is_empty() {
+        println!("\nBudgets (a call they match is denied, limit_exceeded, once one is spent; not counted here):");
+        for line in lines {
+            println!("{line}");
+        }
+    }
 }
 
 /// One listed tool: what a bare call comes to, and what a real one can.

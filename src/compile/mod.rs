@@ -2,6 +2,7 @@
 //! just the first; a file with any error yields no policy.
 
 mod conditions;
+mod limits;
 mod settings;
 mod targets;
 mod values;
@@ -114,6 +115,7 @@ fn rule_past_the_limit(file: &syntax::File) -> Option<Span> {
         .flat_map(|p| p.items.iter())
         .filter_map(|i| match i {
             Item::Rule(r) => Some(r.span),
+            Item::Limit(l) => Some(l.span),
             _ => None,
         })
         .nth(crate::limits::MAX_RULES)
@@ -184,6 +186,7 @@ impl<'f> Compiler<'_, 'f> {
             builder.reserve_exact_targets(n);
         }
         let mut named: HashMap<&str, Span> = HashMap::new();
+        let mut limits = Vec::new();
         for item in &ast.items {
             match item {
                 // Names are replaced by their values before compiling.
@@ -207,23 +210,7 @@ impl<'f> Compiler<'_, 'f> {
                 }
                 Item::Rule(rule) => {
                     if let Some(id) = &rule.id {
-                        if let Some(first) = named.get(id.node.as_str()) {
-                            let (line, _) = self.source.line_col(first.start);
-                            self.push(
-                                Diagnostic::error(
-                                    self.source,
-                                    codes::COMPILE_DUPLICATE_RULE_ID,
-                                    id.span,
-                                    format!("rule id `{}` is used twice", id.node),
-                                )
-                                .with_label("used again here")
-                                .with_help(format!(
-                                    "rule ids are unique within a policy; the first is on line {line}"
-                                )),
-                            );
-                        } else {
-                            named.insert(id.node.as_str(), id.span);
-                        }
+                        self.unique_id(&mut named, id);
                     }
                     self.kind_in_scope(rule, &settings);
                     let list = &mut lists[rule.effect.node.index()];
@@ -238,6 +225,15 @@ impl<'f> Compiler<'_, 'f> {
                             .push(placeholder(rule, number));
                     }
                 }
+                Item::Limit(limit) => {
+                    if let Some(id) = &limit.id {
+                        self.unique_id(&mut named, id);
+                    }
+                    let number = limits.len();
+                    if let Some(compiled) = self.limit(limit, number) {
+                        limits.push(compiled);
+                    }
+                }
                 Item::Setting(_) => {}
             }
         }
@@ -249,10 +245,32 @@ impl<'f> Compiler<'_, 'f> {
             visibility,
             lists,
             index: index.map(IndexBuilder::build),
+            limits,
             source: Arc::clone(self.source),
             span: ast.span,
             name_span: ast.name.span,
             setting_spans: setting_spans(&settings_ast),
+        }
+    }
+
+    /// Reports an id a rule or budget of the policy already has.
+    fn unique_id(&mut self, named: &mut HashMap<&'f str, Span>, id: &'f syntax::Spanned<String>) {
+        if let Some(first) = named.get(id.node.as_str()) {
+            let (line, _) = self.source.line_col(first.start);
+            self.push(
+                Diagnostic::error(
+                    self.source,
+                    codes::COMPILE_DUPLICATE_RULE_ID,
+                    id.span,
+                    format!("rule id `{}` is used twice", id.node),
+                )
+                .with_label("used again here")
+                .with_help(format!(
+                    "rule ids are unique within a policy; the first is on line {line}"
+                )),
+            );
+        } else {
+            named.insert(id.node.as_str(), id.span);
         }
     }
 

@@ -204,6 +204,10 @@ codes! {
         "`host.X` names a predicate the host did not register",
         fix: "use a registered name (the message lists them)"
     }
+    COMPILE_BAD_LIMIT = "mcppol::compile::bad_limit" {
+        "a `limit` has a count that is not a whole number up to 1,000,000,000, or a window or scope word it does not take",
+        fix: "write `limit ID: \"server/tool\" 20 per hour`, with `per principal` or `per session` after it to count per caller"
+    }
 
     STORE_NO_POLICY = "mcppol::store::no_policy" {
         "a watched policy file defines no policy (taken for a write in progress)",

@@ -81,6 +81,10 @@ impl<'a> Fmt<'a> {
                     let lines = self.rule(r, 1);
                     nodes.push(node(r.span.start, self.trim_end(r.span), 1, lines));
                 }
+                Item::Limit(l) => {
+                    let lines = self.limit(l, 1);
+                    nodes.push(node(l.span.start, self.trim_end(l.span), 1, lines));
+                }
                 Item::Tools(block) => {
                     let open_end = self.brace_after(block.span.start);
                     let mut open = node(

@@ -167,6 +167,7 @@ fn entries(file: &syntax::File) -> Vec<Vec<&'static str>> {
                     syntax::Item::Setting(_) => "setting",
                     syntax::Item::Tools(_) => "tools",
                     syntax::Item::Rule(_) => "rule",
+                    syntax::Item::Limit(_) => "limit",
                     syntax::Item::Let(_) => "let",
                 })
                 .collect()

@@ -2,9 +2,9 @@
 //! whole rules.
 
 use crate::syntax::keywords::{
-    Clause, KindWord, Logic, Predicate, ShellWord, TaintedArg, TestWord,
+    Budget, Clause, KindWord, Logic, Predicate, ShellWord, TaintedArg, TestWord,
 };
-use crate::syntax::{Cond, RuleAst, Span, TargetAst, TargetKind};
+use crate::syntax::{Cond, LimitAst, RuleAst, Span, TargetAst, TargetKind};
 
 use super::comments::{collapse_blanks, normalize_literal};
 use super::{Fmt, INDENT, WIDTH};
@@ -244,5 +244,26 @@ impl<'a> Fmt<'a> {
             }
         }
         lines
+    }
+
+    /// `limit ID: TARGET, ... COUNT per UNIT [per SCOPE]`: the targets
+    /// wrapped as a rule's are, the window after the last one.
+    pub(super) fn limit(&self, limit: &LimitAst, depth: usize) -> Vec<String> {
+        let indent = INDENT.repeat(depth);
+        let mut head = format!("{indent}{}", Budget::Limit.as_str());
+        if let Some(id) = &limit.id {
+            head.push_str(&format!(" {}:", id.node));
+        }
+        let per = Budget::Per.as_str();
+        let mut tail = format!("{} {per} {}", limit.count.node, limit.unit.node);
+        if let Some(scope) = &limit.scope {
+            tail.push_str(&format!(" {per} {}", scope.node));
+        }
+        let mut targets: Vec<String> = limit.targets.iter().map(|t| self.target(t)).collect();
+        if let Some(last) = targets.last_mut() {
+            last.push(' ');
+            last.push_str(&tail);
+        }
+        self.wrap_list(head, &targets, depth * 2 + 2)
     }
 }

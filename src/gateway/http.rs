@@ -457,8 +457,9 @@ fn open(
     let mut sessions = lock(&app.sessions);
     let open = sessions.len() + lock(&app.stateless).len();
     let id = new_session_id(open, app)?;
-    let config = session_config(app, principal);
+    let mut config = session_config(app, principal);
     let max_line = config.max_line_bytes;
+    config.session = Some(id.clone());
     let session = HttpSession::start(id.clone(), config, max_line);
     tracing::info!(target: "mcppol::gateway", session = %id, principal = session.principal.as_deref().unwrap_or(""), "a session opened");
     sessions.insert(id, session.clone());

@@ -86,6 +86,11 @@ pub(crate) struct Config {
     /// principal's (it outlives the gateway session); `None`: the
     /// session's own.
     pub(crate) taint: Option<Arc<taint::Taint>>,
+    /// The session's id (`Mcp-Session-Id` over HTTP; none over stdio, the
+    /// process's one session): what `limit ... per session` counts for.
+    pub(crate) session: Option<String>,
+    /// The budgets' counters, shared by every session and server.
+    pub(crate) budgets: Arc<dyn crate::Budgets>,
     /// Prometheus metrics (`--metrics`), shared by every session.
     #[cfg(feature = "http")]
     pub(crate) metrics: Option<Arc<metrics::Metrics>>,
@@ -128,6 +133,8 @@ pub(crate) struct Shared {
     pub(crate) shape: Option<usize>,
     pub(crate) principal: Option<String>,
     pub(crate) assigns: Option<Value>,
+    pub(crate) session: Option<String>,
+    pub(crate) budgets: Arc<dyn crate::Budgets>,
     #[cfg(feature = "http")]
     metrics: Option<Arc<metrics::Metrics>>,
     setup: PipelineSetup,
@@ -229,6 +236,7 @@ pub(crate) fn build_pipeline(
     .baseline(setup.baseline.clone())
     .hooks(setup.hooks.clone())
     .grants(grants)
+    .budgets(gw.budgets.clone())
     // The servers are children on this machine: path tests read links.
     .local_tool(true)
     .protect(setup.protected.clone());
@@ -333,6 +341,8 @@ where
         shape: config.shape,
         principal: config.principal,
         assigns: config.assigns,
+        session: config.session,
+        budgets: config.budgets,
         #[cfg(feature = "http")]
         metrics: config.metrics,
         setup: PipelineSetup {

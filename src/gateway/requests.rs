@@ -333,6 +333,7 @@ fn governed(gw: &Shared, params: &Value, own: &[&str], handle: &CallHandle) -> C
     opts.taint = gw.taint.servers();
     opts.principal.clone_from(&gw.principal);
     opts.assigns.clone_from(&gw.assigns);
+    opts.session.clone_from(&gw.session);
     opts
 }
 

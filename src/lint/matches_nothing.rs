@@ -18,6 +18,13 @@ pub(super) fn check(cx: &mut Ctx<'_>) {
                     }
                 }
             }
+            Item::Limit(limit) => {
+                for target in &limit.targets {
+                    if let Some(why) = why_nothing(target, TargetKind::Tool) {
+                        found.push((target.span(), why));
+                    }
+                }
+            }
             Item::Tools(block) => {
                 for entry in &block.entries {
                     for target in &entry.targets {

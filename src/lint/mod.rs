@@ -18,6 +18,7 @@ mod line_break;
 pub mod listing;
 mod matches_nothing;
 mod missed_path;
+mod odd_limit;
 mod path_test;
 mod patterns;
 mod relative_root;
@@ -90,6 +91,7 @@ lints! {
     MISSED_PATH_ARGUMENT = "missed_path_argument": "a deny or ask rule that tests a path argument its tools take under other names";
     UNMATCHED_TOOLS_ENTRY = "unmatched_tools_entry": "a `tools {}` pattern that no tool of its listed server meets: an exclude that hides nothing, an include that shows nothing";
     UNUSED_LET = "unused_let": "a `let` whose name nothing uses";
+    ODD_LIMIT = "odd_limit": "a `limit` of 0 calls (a deny rule in disguise) or of more than 1000 calls a second (never binds)";
     UNKNOWN_LINT = "unknown_lint": "`# mcppol: allow(...)` names a lint that does not exist";
     BAD_DIRECTIVE = "bad_directive": "a `# mcppol:` comment that cannot be read";
     UNUSED_ALLOW = "unused_allow": "`# mcppol: allow(...)` names a lint that nothing there raises";
@@ -147,6 +149,7 @@ pub fn lint(
         ask_without_approver::check(&mut cx);
         untrusted_annotation::check(&mut cx);
         unused_let::check(&mut cx, &used);
+        odd_limit::check(&mut cx);
         if cx.tools.is_some() {
             unknown_tool::check(&mut cx);
             schema::check(&mut cx);

@@ -196,6 +196,7 @@ fn item_span(item: &Item) -> Span {
         Item::Setting(s) => s.span,
         Item::Tools(t) => t.span,
         Item::Rule(r) => r.span,
+        Item::Limit(l) => l.span,
         Item::Let(l) => l.span,
     }
 }

@@ -27,6 +27,8 @@ pub enum Source {
     Visibility,
     /// A deny rule.
     Deny,
+    /// A budget (`limit`) that is spent.
+    Limit,
     /// The tool's definition changed since it was approved (`pin_tools`).
     Pin,
     /// An ask rule.
@@ -79,6 +81,9 @@ pub enum Reason {
     /// `.mcppoltest` and lock files beside it, or its state folder: refused
     /// whatever the policy says.
     ProtectedPolicy,
+    /// A budget (`limit`) the call matches is spent for its window, or its
+    /// counters could not be read.
+    LimitExceeded,
 }
 
 macro_rules! as_str {
@@ -99,13 +104,14 @@ macro_rules! as_str {
 }
 
 as_str!(Verdict { Allow => "allow", Ask => "ask", Deny => "deny" });
-as_str!(Source { Visibility => "visibility", Deny => "deny", Pin => "pin", Ask => "ask", Allow => "allow", Default => "default", Request => "request", Protected => "protected" });
+as_str!(Source { Visibility => "visibility", Deny => "deny", Limit => "limit", Pin => "pin", Ask => "ask", Allow => "allow", Default => "default", Request => "request", Protected => "protected" });
 as_str!(Reason {
     Hidden => "hidden", DenyRule => "deny_rule", AskRule => "ask_rule", AllowRule => "allow_rule",
     PredicateFailed => "predicate_failed", NoApprover => "no_approver",
     DefinitionChanged => "definition_changed", NoRule => "no_rule",
     OutOfScope => "out_of_scope", NoPolicy => "no_policy",
     BadUri => "bad_uri", BadServer => "bad_server", ProtectedPolicy => "protected_policy",
+    LimitExceeded => "limit_exceeded",
 });
 
 /// A decision.

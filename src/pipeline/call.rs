@@ -306,6 +306,23 @@ impl Pipeline {
                 decision.reason = crate::Reason::NoApprover;
             }
         }
+        // Budgets: after deny, before everything else; only a final allow
+        // takes from them (an ask takes when it is settled to allow).
+        let caller = crate::budget::Caller {
+            principal: opts.principal.as_deref(),
+            session: opts.session.as_deref(),
+        };
+        let charges = crate::budget::Charges::of(
+            policy,
+            &self.server,
+            &call.name,
+            caller,
+            crate::budget::now_seconds(),
+        );
+        if !charges.is_empty() {
+            let stage = crate::budget::stage_of(&decision);
+            decision = charges.apply(&*self.budgets, decision, stage).await;
+        }
         let approved_digest = match decision.decision {
             Verdict::Deny => return Err(refuse(decision)),
             Verdict::Allow => {
@@ -320,7 +337,10 @@ impl Pipeline {
                 )?;
                 None
             }
-            Verdict::Ask => Some(self.settle_ask(call, entry, decision, opts, base).await?),
+            Verdict::Ask => Some(
+                self.settle_ask(call, entry, decision, &charges, opts, base)
+                    .await?,
+            ),
         };
         if let Some(digest) = approved_digest {
             check_digest(&digest, &call.arguments)?;
@@ -369,10 +389,37 @@ impl Pipeline {
         call: &ToolCall,
         entry: &ToolEntry,
         decision: Decision,
+        charges: &crate::budget::Charges,
         opts: &CallOptions,
         base: &LazyCtx<'_>,
     ) -> Result<String, CallError> {
         let digest = call.digest();
+        // An ask settled to allow takes from the call's budgets, at the
+        // moment the allow is final: refused (and audited as the budget's
+        // deny) when one was spent meanwhile.
+        let spent = |charges: &crate::budget::Charges| {
+            let budgets = self.budgets.clone();
+            let charges = charges.clone();
+            async move {
+                if charges.is_empty() {
+                    return None;
+                }
+                charges.refusal(budgets.take(&charges.charges).await)
+            }
+        };
+        let over_budget = |refusal: Decision| -> CallError {
+            match self.decided(
+                &base.audited,
+                TargetKind::Tool,
+                Some(&call.name),
+                &refusal,
+                Settled::NotAsked,
+                Some(&call.arguments),
+            ) {
+                Ok(outcome) => CallError::denied(refusal).with_outcome(outcome),
+                Err(failed) => failed,
+            }
+        };
         let principal = opts.principal.as_deref();
         let key = entry
             .fingerprint
@@ -380,6 +427,9 @@ impl Pipeline {
             .map(|fp| self.grant_key(principal, &call.name, fp));
         let tool = Some(call.name.as_str());
         if key.as_ref().is_some_and(|k| self.grants.is_live(k)) {
+            if let Some(refusal) = spent(charges).await {
+                return Err(over_budget(refusal));
+            }
             self.decided(
                 &base.audited,
                 TargetKind::Tool,
@@ -450,6 +500,9 @@ impl Pipeline {
         };
         match answer {
             Ok(Approval::AllowOnce) => {
+                if let Some(refusal) = spent(charges).await {
+                    return Err(over_budget(refusal));
+                }
                 self.decided(
                     &base.audited,
                     TargetKind::Tool,
@@ -461,8 +514,13 @@ impl Pipeline {
                 Ok(digest)
             }
             Ok(Approval::AllowAlways) => {
+                // The person's grant stands even when this call is over
+                // its budget: it settles later asks, not budgets.
                 if let Some(k) = key {
                     self.grants.record(k, self.grant_ttl);
+                }
+                if let Some(refusal) = spent(charges).await {
+                    return Err(over_budget(refusal));
                 }
                 self.decided(
                     &base.audited,

@@ -182,6 +182,7 @@ pub struct PipelineBuilder {
     hooks: Vec<Hook>,
     approver: Option<Arc<dyn Approver>>,
     grants: Option<Arc<dyn Grants>>,
+    budgets: Option<Arc<dyn crate::Budgets>>,
     ask_timeout: Duration,
     grant_ttl: Duration,
     hook_timeout: Duration,
@@ -255,6 +256,14 @@ impl PipelineBuilder {
     /// Where grants live (default: in memory, the system clock).
     pub fn grants(mut self, grants: Arc<dyn Grants>) -> Self {
         self.grants = Some(grants);
+        self
+    }
+
+    /// Where the counters of the policy's budgets (`limit`) live (default:
+    /// this pipeline's own, in memory). Pipelines that share one budget
+    /// (a gateway's servers) are given the same store.
+    pub fn budgets(mut self, budgets: Arc<dyn crate::Budgets>) -> Self {
+        self.budgets = Some(budgets);
         self
     }
 
@@ -339,6 +348,9 @@ impl PipelineBuilder {
             grants: self
                 .grants
                 .unwrap_or_else(|| Arc::new(MemoryGrants::default())),
+            budgets: self
+                .budgets
+                .unwrap_or_else(|| Arc::new(crate::MemoryBudgets::new())),
             ask_timeout: self.ask_timeout,
             grant_ttl: self.grant_ttl,
             hook_timeout: self.hook_timeout,
@@ -413,6 +425,7 @@ pub struct Pipeline {
     pub(crate) hooks: Arc<Hooks>,
     pub(crate) approver: Option<Arc<dyn Approver>>,
     pub(crate) grants: Arc<dyn Grants>,
+    pub(crate) budgets: Arc<dyn crate::Budgets>,
     pub(crate) ask_timeout: Duration,
     pub(crate) grant_ttl: Duration,
     pub(crate) hook_timeout: Duration,
@@ -466,6 +479,7 @@ impl Pipeline {
             hooks: Vec::new(),
             approver: None,
             grants: None,
+            budgets: None,
             ask_timeout: DEFAULT_ASK_TIMEOUT,
             grant_ttl: DEFAULT_GRANT_TTL,
             hook_timeout: DEFAULT_HOOK_TIMEOUT,
@@ -496,6 +510,11 @@ impl Pipeline {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()?;
         catalog.tools.get(tool)?.def.get("outputSchema").cloned()
+    }
+
+    /// The store of the budgets' counters this pipeline counts in.
+    pub fn budgets(&self) -> &Arc<dyn crate::Budgets> {
+        &self.budgets
     }
 
     /// The grants this pipeline records and reads.

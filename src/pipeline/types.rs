@@ -219,6 +219,9 @@ impl ToolResult {
 pub struct CallOptions {
     /// Who the call is made for (keys grants; `principal` in policy).
     pub principal: Option<String>,
+    /// The session the call belongs to (the gateway's `Mcp-Session-Id`):
+    /// what a `limit ... per session` budget counts for.
+    pub session: Option<String>,
     /// Host data (`assigns.KEY` in policy).
     pub assigns: Option<Value>,
     /// Server ids whose output is in the model's context.
@@ -263,6 +266,12 @@ impl CallOptions {
     /// The folder the server resolves relative paths from.
     pub fn cwd(mut self, dir: &str) -> Self {
         self.cwd = Some(dir.to_string());
+        self
+    }
+
+    /// In this session (`limit ... per session`).
+    pub fn session(mut self, id: &str) -> Self {
+        self.session = Some(id.to_string());
         self
     }
 

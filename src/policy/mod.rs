@@ -5,6 +5,7 @@ pub mod compiled_regex;
 pub mod condition;
 pub mod glob;
 pub mod index;
+pub mod limit;
 pub mod names;
 // Read only by `mcppol proxy`'s start-up warning.
 #[cfg(any(all(feature = "cli", feature = "pipeline"), test))]
@@ -23,6 +24,7 @@ pub use index::{
     hits_of, BuildMap, Cand, Cands, FoldedTarget, Hits, Index, IndexBuilder, IndexedTarget, List,
     NameMatcher, Query,
 };
+pub use limit::{BudgetScope, Limit, MAX_LIMIT_COUNT};
 pub(crate) use settings::TrustedIds;
 pub use settings::{DefaultDecision, Scope, Settings, Trusted};
 
@@ -155,6 +157,8 @@ pub struct Policy {
     pub(crate) lists: [RuleList; 3],
     /// The targets of the three lists, one index per kind of request.
     pub(crate) index: [Index; 3],
+    /// The budgets (`limit`), in file order.
+    pub(crate) limits: Vec<Limit>,
     pub(crate) source: Arc<SourceFile>,
     pub(crate) span: Span,
     pub(crate) name_span: Span,
@@ -182,6 +186,23 @@ impl Policy {
     /// and then a host's roots pass through unchanged.
     pub fn roots(&self) -> Option<&[String]> {
         self.settings.roots.as_deref()
+    }
+
+    /// The budgets (`limit ...`), in file order.
+    pub fn limits(&self) -> &[Limit] {
+        &self.limits
+    }
+
+    /// The budgets a tool call to `server`/`tool` counts against, in file
+    /// order (none for a resource read or a prompt get).
+    pub fn limits_for(&self, server: &str, tool: &str) -> Vec<&Limit> {
+        if self.limits.is_empty() {
+            return Vec::new();
+        }
+        self.limits
+            .iter()
+            .filter(|l| l.matches(server, tool))
+            .collect()
     }
 
     pub(crate) fn list(&self, effect: Effect) -> &RuleList {

@@ -67,6 +67,8 @@ pub enum Item {
     Let(LetAst),
     Tools(ToolsBlock),
     Rule(Box<RuleAst>),
+    /// `limit ...`: a budget.
+    Limit(Box<LimitAst>),
 }
 
 /// `NAME VALUE, ...`.
@@ -116,6 +118,22 @@ pub struct RuleAst {
     pub kind_span: Option<Span>,
     pub targets: Vec<TargetAst>,
     pub condition: Option<ConditionClause>,
+    pub span: Span,
+}
+
+/// `limit [ID:] TARGET, ... COUNT per UNIT [per SCOPE]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LimitAst {
+    /// The `limit` keyword.
+    pub keyword: Span,
+    pub id: Option<Spanned<String>>,
+    pub targets: Vec<TargetAst>,
+    /// The count as written (checked by the compiler).
+    pub count: Spanned<String>,
+    /// The window's unit as written (`hour`).
+    pub unit: Spanned<String>,
+    /// Whom it counts for as written (`principal`), if any.
+    pub scope: Option<Spanned<String>>,
     pub span: Span,
 }
 

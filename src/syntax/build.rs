@@ -108,6 +108,9 @@ impl Builder {
         for inner in pair.into_inner() {
             match inner.as_rule() {
                 Rule::rule => return self.rule(inner).map(|r| Some(Item::Rule(Box::new(r)))),
+                Rule::limit_rule => {
+                    return self.limit(inner).map(|l| Some(Item::Limit(Box::new(l))))
+                }
                 Rule::setting => return Ok(Some(Item::Setting(self.setting(inner)?))),
                 Rule::tools_block => return self.tools_block(inner).map(|t| Some(Item::Tools(t))),
                 Rule::let_item => return self.let_item(inner).map(|l| Some(Item::Let(l))),
@@ -223,6 +226,42 @@ impl Builder {
             kind_span,
             targets,
             condition,
+            span,
+        })
+    }
+
+    /// `limit_rule` -> a budget; its count, unit and scope are checked by
+    /// the compiler.
+    pub fn limit(&self, pair: Pair<'_, Rule>) -> Result<LimitAst> {
+        let span = self.span(&pair);
+        let mut keyword = None;
+        let mut id = None;
+        let mut targets = Vec::new();
+        let mut count = None;
+        let mut words = Vec::new();
+        for inner in pair.into_inner() {
+            match inner.as_rule() {
+                Rule::kw_limit => keyword = Some(self.span(&inner)),
+                Rule::rule_id => {
+                    if let Some(ident) = inner.into_inner().next() {
+                        id = Some(self.spanned_str(&ident));
+                    }
+                }
+                Rule::target => targets.push(self.target(inner)?),
+                Rule::limit_count => count = Some(self.spanned_str(&inner)),
+                Rule::limit_word => words.push(self.spanned_str(&inner)),
+                _ => {}
+            }
+        }
+        let missing = || (span, "a budget needs a count and a window".to_string());
+        let mut words = words.into_iter();
+        Ok(LimitAst {
+            keyword: keyword.unwrap_or(span),
+            id,
+            targets,
+            count: count.ok_or_else(missing)?,
+            unit: words.next().ok_or_else(missing)?,
+            scope: words.next(),
             span,
         })
     }

@@ -45,6 +45,10 @@ fn rule_name(grammar_rule: Rule) -> Option<&'static str> {
         Rule::regex_match | Rule::kw_matches => "`matches`",
         Rule::path_test | Rule::kw_inside | Rule::kw_escapes => "`inside` or `escapes`",
         Rule::let_item | Rule::kw_let => "`let`",
+        Rule::limit_rule | Rule::kw_limit => "`limit`",
+        Rule::limit_count => "a count (a whole number)",
+        Rule::kw_per => "`per`",
+        Rule::limit_word => "`second`, `minute`, `hour`, `day`, `principal` or `session`",
         Rule::name_ref => "a name given by `let`",
         Rule::shell_test | Rule::kw_runs | Rule::kw_only | Rule::kw_writes => {
             "`runs only`, `runs` or `writes inside`"
@@ -69,6 +73,7 @@ fn rule_name(grammar_rule: Rule) -> Option<&'static str> {
         | Rule::item_end
         | Rule::setting_word
         | Rule::reserved_item_word
+        | Rule::effect_word
         | Rule::test_word
         | Rule::name_keyword
         | Rule::WHITESPACE
@@ -267,7 +272,9 @@ fn unclosed_string(source: &Arc<SourceFile>, at: usize) -> Option<Diagnostic> {
 /// Fixed advice for the commonest ways an entry breaks off.
 fn help_for(expected: &[String]) -> &'static str {
     let has = |needle: &str| expected.iter().any(|e| e.contains(needle));
-    if has("a value") {
+    if has("a count") {
+        "a budget is `limit ID: TARGET, ... COUNT per UNIT`, such as `limit sends: \"*/send_*\" 20 per hour`"
+    } else if has("a value") {
         "write a JSON value: a string in double quotes, a number, true, false, null or a list"
     } else if has("a condition") {
         "a condition is a test such as `args.path inside \"/srv\"`, `annotation.read_only` or `tainted`, joined with `and`, `or`, `not`"

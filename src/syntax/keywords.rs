@@ -87,6 +87,47 @@ keywords! {
 }
 
 keywords! {
+    /// The words of a budget rule (`limit sends: "*/send_*" 20 per hour`).
+    Budget {
+        /// Begins a budget rule.
+        Limit => "limit",
+        /// Before the window's unit, and before whom the budget is counted for.
+        Per => "per",
+    }
+}
+
+keywords! {
+    /// The windows a budget counts over (`20 per hour`).
+    LimitUnit {
+        Second => "second",
+        Minute => "minute",
+        Hour => "hour",
+        Day => "day",
+    }
+}
+
+impl LimitUnit {
+    /// The window's length in seconds.
+    pub fn seconds(self) -> u64 {
+        match self {
+            LimitUnit::Second => 1,
+            LimitUnit::Minute => 60,
+            LimitUnit::Hour => 3600,
+            LimitUnit::Day => 86_400,
+        }
+    }
+}
+
+keywords! {
+    /// Whom a budget is counted for, after the window (`per principal`);
+    /// without one, a budget is shared by every caller.
+    LimitScope {
+        Principal => "principal",
+        Session => "session",
+    }
+}
+
+keywords! {
     /// The values of `default`.
     DefaultValue {
         Ask => "ask",
@@ -258,6 +299,7 @@ keywords! {
 /// setting. The parser resumes after an error at such a word.
 pub fn begins_item(word: &str) -> bool {
     Effect::from_name(word).is_some()
+        || word == Budget::Limit.as_str()
         || Block::from_name(word).is_some()
         || Setting::from_name(word).is_some()
 }
@@ -294,6 +336,9 @@ pub fn effect_synonym(word: &str) -> Option<Effect> {
 #[cfg(test)]
 pub(crate) fn all_words() -> Vec<&'static str> {
     let mut words: Vec<&'static str> = Effect::names()
+        .chain(Budget::names())
+        .chain(LimitUnit::names())
+        .chain(LimitScope::names())
         .chain(Block::names())
         .chain(Setting::names())
         .chain(DefaultValue::names())
@@ -356,6 +401,8 @@ mod tests {
             .chain(TrustedWord::names())
             .chain(Selector::names())
             .chain(TaintedArg::names())
+            .chain(LimitUnit::names())
+            .chain(LimitScope::names())
             .filter(|w| !grammar.iter().any(|g| g == w))
             .collect();
         for word in &table {

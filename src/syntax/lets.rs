@@ -331,6 +331,7 @@ impl Expander<'_> {
                     self.targets(&mut entry.targets, scope);
                 }
             }
+            Item::Limit(limit) => self.targets(&mut limit.targets, scope),
             Item::Rule(rule) => {
                 self.targets(&mut rule.targets, scope);
                 if let Some(clause) = &mut rule.condition {

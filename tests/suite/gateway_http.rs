@@ -426,3 +426,32 @@ fn a_get_stream_brings_a_json_only_client_the_servers_notifications() {
         "the stream did not end: {rest}"
     );
 }
+
+/// Budgets over HTTP: every session of one gateway counts in one store
+/// (`limit ... 3 per day`), and `per session` counts each
+/// `Mcp-Session-Id` apart.
+#[test]
+fn sessions_share_the_gateways_budgets() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = r#"
+policy gw {
+  limit all: "a/echo" 3 per day
+  limit mine: "a/echo" 2 per day per session
+  allow "a/echo"
+}
+"#;
+    let g = start_with(dir.path(), policy, &["a"], &[]);
+    let (s1, s2) = (open(&g, &[]), open(&g, &[]));
+    let ok = |v: &Value| v["result"]["isError"] != true && v.get("error").is_none();
+    let mut seen = Vec::new();
+    for session in [&s1, &s1, &s1, &s2, &s2] {
+        let answer = call(&g, session, &[], "a__echo", json!({"n": 1}));
+        seen.push(ok(&answer));
+        if !ok(&answer) {
+            assert!(answer.to_string().contains("limit_exceeded"), "{answer}");
+        }
+    }
+    // s1: two (its own budget), then refused; s2: one (the shared three
+    // are spent), then refused.
+    assert_eq!(seen, [true, true, false, true, false]);
+}

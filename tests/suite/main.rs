@@ -24,6 +24,8 @@ mod common;
 #[cfg(feature = "cli")]
 mod authoring_cli;
 #[cfg(feature = "pipeline")]
+mod budgets;
+#[cfg(feature = "pipeline")]
 mod claude_command_hooks;
 #[cfg(feature = "cli")]
 mod claude_hook;

@@ -375,3 +375,116 @@ fn print_settings_serve_gives_claude_codes_http_handler() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `/v1/decide`'s allows take from the policy's budgets (the host acts on
+/// them): past the count a call is denied by the budget; an ask is only
+/// checked, and other principals keep their own budget.
+#[test]
+fn decide_counts_allows_against_budgets() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("p.mcppol");
+    std::fs::write(
+        &policy,
+        "policy p {\n  limit sends: \"*/send\", \"*/merge\" 2 per day per principal\n  ask \"gh/merge\"\n  allow \"mail/send\"\n}\n",
+    )
+    .unwrap();
+    let server = start(&policy, &dir.path().join("state"));
+    let ann = br#"{"tool": "mail/send", "principal": "ann"}"#;
+    let merge = br#"{"tool": "gh/merge", "principal": "ann"}"#;
+    // Asks take nothing.
+    for _ in 0..3 {
+        assert_eq!(
+            http(&server, "POST", "/v1/decide", merge).json()["decision"],
+            "ask"
+        );
+    }
+    for _ in 0..2 {
+        assert_eq!(
+            http(&server, "POST", "/v1/decide", ann).json()["decision"],
+            "allow"
+        );
+    }
+    let d = http(&server, "POST", "/v1/decide", ann).json();
+    assert_eq!(
+        (&d["decision"], &d["source"], &d["reason"], &d["rule_id"]),
+        (
+            &json!("deny"),
+            &json!("limit"),
+            &json!("limit_exceeded"),
+            &json!("sends")
+        )
+    );
+    // Spent: the ask is refused by the budget before anyone is asked.
+    assert_eq!(
+        http(&server, "POST", "/v1/decide", merge).json()["source"],
+        "limit"
+    );
+    let bob = br#"{"tool": "mail/send", "principal": "bob"}"#;
+    assert_eq!(
+        http(&server, "POST", "/v1/decide", bob).json()["decision"],
+        "allow"
+    );
+}
+
+/// Hooks answered by `mcppol serve` count budgets in its store (per
+/// session: the host's session id); the same hook run as its own process
+/// keeps no counters and denies what a budget matches.
+#[test]
+fn hooks_count_budgets_in_serve_and_fail_closed_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("p.mcppol");
+    std::fs::write(
+        &policy,
+        "policy p {\n  limit web: \"*/WebFetch\" 2 per day per session\n  allow \"claude/WebFetch\"\n}\n",
+    )
+    .unwrap();
+    let server = start(&policy, &dir.path().join("state"));
+    let event = |session: &str| {
+        json!({"session_id": session, "hook_event_name": "PreToolUse", "cwd": "/home/dev",
+               "tool_name": "WebFetch", "tool_input": {"url": "https://example.com"}})
+        .to_string()
+    };
+    let decision = |body: &str| {
+        let r = http(&server, "POST", "/v1/hooks/claude", body.as_bytes());
+        let v: Value = serde_json::from_str(&r.body).unwrap_or_else(|e| panic!("{e}: {}", r.body));
+        (
+            v["hookSpecificOutput"]["permissionDecision"]
+                .as_str()
+                .unwrap_or("")
+                .to_string(),
+            v["hookSpecificOutput"]["permissionDecisionReason"]
+                .as_str()
+                .unwrap_or("")
+                .to_string(),
+        )
+    };
+    for _ in 0..2 {
+        assert_eq!(decision(&event("s1")).0, "allow");
+    }
+    let (verdict, reason) = decision(&event("s1"));
+    assert_eq!(verdict, "deny");
+    assert!(reason.contains("rule `web` (limit_exceeded)"), "{reason}");
+    assert_eq!(decision(&event("s2")).0, "allow");
+
+    // Alone, the hook cannot count: denied, and it says why.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mcppol"))
+        .args(["claude-hook", "--policy"])
+        .arg(&policy)
+        .arg("--state-dir")
+        .arg(dir.path().join("alone"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(event("s3").as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("\"deny\""), "{text}");
+    assert!(text.contains("keeps no budget counters"), "{text}");
+}

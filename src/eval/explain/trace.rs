@@ -17,6 +17,8 @@ pub enum Stage {
     Visibility,
     /// The deny rules.
     Deny,
+    /// The budgets (`limit`) the call matches: shown, never counted here.
+    Limit,
     /// The approved fingerprint (`pin_tools`).
     Pin,
     /// The ask rules.
@@ -35,6 +37,7 @@ impl Stage {
             Stage::Scope => "scope",
             Stage::Visibility => "visibility",
             Stage::Deny => "deny",
+            Stage::Limit => "limit",
             Stage::Pin => "pin",
             Stage::Ask => "ask",
             Stage::Allow => "allow",
@@ -61,6 +64,10 @@ pub enum Outcome {
     Passed,
     /// A stage without a rule that decided (visibility, pin, default, scope).
     Decided,
+    /// A budget the call matches, which an explanation cannot count (it
+    /// holds no counters): an enforcement point denies the call when the
+    /// budget is spent.
+    NotCounted,
 }
 
 impl Outcome {
@@ -74,6 +81,7 @@ impl Outcome {
             Outcome::SkippedNewTool => "skipped_new_tool",
             Outcome::Passed => "passed",
             Outcome::Decided => "decided",
+            Outcome::NotCounted => "not_counted",
         }
     }
 }
