@@ -82,11 +82,16 @@ async fn serve_one(
             "mcppol: the session is not initialized (send `initialize` first)",
         ));
     }
+    if method == "server/discover" {
+        // Answered at once, with the instructions of the servers up so
+        // far: a client's probe has a deadline (the Python SDK's is 10 s)
+        // that slow-starting servers must not make it miss.
+        return Ok(stateless::discover(capabilities(), instructions(gw)));
+    }
     // Sent right after `initialize`, before its answer: served once the
     // servers have started, so it sees them.
     let _ = gw.started.subscribe().wait_for(|started| *started).await;
     match method {
-        "server/discover" => Ok(stateless::discover(capabilities(), instructions(gw))),
         "tools/list" => Ok(json!({ "tools": list_tools(gw).await })),
         "tools/call" if is_stateless_call(gw, params) => {
             super::input_required::call_tool(gw, params, handle).await
