@@ -2,6 +2,8 @@
 //! whatever the decision), 1 the input has errors (`check`, `fingerprint`),
 //! 2 usage errors and policies that do not load (`eval`).
 
+#[cfg(feature = "pipeline")]
+mod background_log;
 mod check;
 mod claude_hook;
 #[cfg(feature = "pipeline")]

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use clap::Args;
 
+use super::background_log::{Background, Flush};
 use super::enforcing::{self, Enforcing, Files};
 use super::{color, exit, usage_error};
 use crate::mcp::DEFAULT_MAX_LINE_BYTES;
@@ -89,15 +90,34 @@ pub struct ProxyArgs {
 /// Log lines on stderr through `tracing`; `MCPPOL_LOG` sets the level
 /// (`error`, `warn`, `info`, the default, `debug`, `trace`).
 pub(super) fn init_logging() {
-    let level = std::env::var("MCPPOL_LOG")
-        .ok()
-        .and_then(|l| l.parse::<tracing::Level>().ok())
-        .unwrap_or(tracing::Level::INFO);
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(color())
-        .with_max_level(level)
+        .with_max_level(log_level())
         .try_init();
+}
+
+fn log_level() -> tracing::Level {
+    std::env::var("MCPPOL_LOG")
+        .ok()
+        .and_then(|l| l.parse::<tracing::Level>().ok())
+        .unwrap_or(tracing::Level::INFO)
+}
+
+/// [`init_logging`], with the lines written to stderr by a thread of their
+/// own (`background_log.rs`): no call waits for stderr. What is queued is
+/// written when the returned guard is dropped, at the command's end.
+fn init_background_logging() -> Option<Flush> {
+    let Some((lines, flush)) = Background::start(std::io::stderr()) else {
+        init_logging();
+        return None;
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_writer(lines)
+        .with_ansi(color())
+        .with_max_level(log_level())
+        .try_init();
+    Some(flush)
 }
 
 /// Warns on stderr when no rule, `tools {}` pattern or setting of the
@@ -217,7 +237,8 @@ fn launch(args: &mut ProxyArgs) -> Result<Launch, (String, Option<String>)> {
 }
 
 pub fn run(mut args: ProxyArgs) -> u8 {
-    init_logging();
+    // Kept to the end: every line logged is written before the exit.
+    let _flush = init_background_logging();
     let launch = match launch(&mut args) {
         Ok(l) => l,
         Err((message, help)) => return usage_error(&message, help.as_deref()),

@@ -60,7 +60,7 @@ async fn on_line(shared: &Arc<Shared>, line: &[u8]) {
     // A notification the proxy only passes on is relayed with its params
     // as the bytes they were (see server.rs); a cancellation, and a
     // request sent without an id, take the full path below.
-    let relayed = super::server::relayed_note_if(line, |method| {
+    let relayed = super::server::relayed_note_if(line, false, |method| {
         method.starts_with("notifications/") && method != "notifications/cancelled"
     });
     if let Some(out) = relayed {
@@ -276,9 +276,20 @@ pub(crate) fn options(params: &Value, own: &[&str]) -> CallOptions {
 /// sent the server for it.
 async fn serve(
     shared: &Arc<Shared>,
-    request: Request,
+    mut request: Request,
     handle: &CallHandle,
 ) -> Result<Value, RpcError> {
+    // A call's arguments move out of the parsed request into the pipeline
+    // (and on to the server): never copied on the way through.
+    let arguments = if request.method == "tools/call" {
+        request
+            .params
+            .as_mut()
+            .and_then(Value::as_object_mut)
+            .and_then(|params| params.shift_remove("arguments"))
+    } else {
+        None
+    };
     let params = params_of(&request);
     match request.method.as_str() {
         "initialize" => {
@@ -304,7 +315,7 @@ async fn serve(
             let p = pipeline(shared).inspect_err(|_| refused("not_initialized"))?;
             let name = str_param(params, "name", "tools/call")
                 .inspect_err(|_| refused("invalid_params"))?;
-            let args = params.get("arguments").cloned().unwrap_or(json!({}));
+            let args = arguments.unwrap_or_else(|| json!({}));
             if !args.is_object() {
                 refused("invalid_arguments");
                 return Err(RpcError::new(
