@@ -10,10 +10,12 @@
 //! - `GET /v1/status` (the store's status) and `GET /healthz`.
 //!
 //! Policies hot-reload through the [`Store`](crate::Store); bodies are
-//! bounded. With `--tokens FILE` every route but `/healthz` needs a bearer
-//! token of the file (`crate::http_auth`), and a `/v1/decide` or
-//! `/v1/explain` request is made for the token's principal; without it,
-//! `serve` listens on loopback only.
+//! bounded. With `--tokens FILE`, or `--jwks FILE_OR_URL --issuer ISS
+//! --audience AUD` as the gateway takes them, every route but `/healthz`
+//! needs a bearer token (`crate::http_auth`: a token of the file, or a JWT
+//! the key set verifies), and a `/v1/decide` or `/v1/explain` request is
+//! made for the token's principal and assigns; without either, `serve`
+//! listens on loopback only.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -34,7 +36,7 @@ use crate::claude::event::MAX_INPUT_BYTES;
 use crate::claude::{run_hook, HookConfig, HookOutput};
 use crate::enforce::render::decision_json;
 use crate::hosts::{self, Host};
-use crate::http_auth::{Authenticator, Principal, TokenFile};
+use crate::http_auth::{Authenticator, JwtConfig, JwtVerifier, Principal, TokenFile};
 use crate::{LoadOptions, Policy, Store, Watch};
 
 /// The largest `/v1/decide` or `/v1/explain` body.
@@ -49,7 +51,8 @@ pub struct ServeArgs {
     /// The policy the hooks enforce, when PATH holds several.
     #[arg(long, value_name = "POLICY")]
     pub name: Option<String>,
-    /// The address to listen on; one other than loopback needs --tokens.
+    /// The address to listen on; one other than loopback needs --tokens or
+    /// --jwks.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8181")]
     pub listen: SocketAddr,
     /// The MCP server ids, comma-separated (see `mcppol hook --servers`).
@@ -62,10 +65,21 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     pub audit: Option<PathBuf>,
     /// The bearer tokens callers must send (a tokens file: see
-    /// docs/hosts.md); required to listen on an address other than
-    /// loopback.
-    #[arg(long, value_name = "FILE")]
+    /// docs/hosts.md); this or --jwks is required to listen on an address
+    /// other than loopback.
+    #[arg(long, value_name = "FILE", conflicts_with = "jwks")]
     pub tokens: Option<PathBuf>,
+    /// Callers send JWTs verified against this JWKS (a file or an https
+    /// URL), as `mcppol gateway --jwks` does; needs --issuer and
+    /// --audience.
+    #[arg(long, value_name = "FILE_OR_URL", requires_all = ["issuer", "audience"])]
+    pub jwks: Option<String>,
+    /// The JWTs' `iss`.
+    #[arg(long, value_name = "ISS", requires = "jwks")]
+    pub issuer: Option<String>,
+    /// The JWTs' `aud`.
+    #[arg(long, value_name = "AUD", requires = "jwks")]
+    pub audience: Option<String>,
 }
 
 struct App {
@@ -79,18 +93,33 @@ struct App {
 }
 
 pub fn run(args: ServeArgs) -> u8 {
-    if !args.listen.ip().is_loopback() && args.tokens.is_none() {
+    if !args.listen.ip().is_loopback() && args.tokens.is_none() && args.jwks.is_none() {
         return usage_error(
-            &format!("--listen {}: not a loopback address, and no --tokens", args.listen),
-            Some("without bearer tokens mcppol serve answers anyone who can reach it: listen on 127.0.0.1 or ::1, or give --tokens FILE"),
+            &format!("--listen {}: not a loopback address, and no --tokens or --jwks", args.listen),
+            Some("without bearer tokens mcppol serve answers anyone who can reach it: listen on 127.0.0.1 or ::1, or give --tokens FILE or --jwks FILE_OR_URL --issuer ISS --audience AUD"),
         );
     }
-    let auth = match &args.tokens {
-        Some(path) => match TokenFile::read(path) {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => return usage_error(&format!("cannot start the runtime: {e}"), None),
+    };
+    let auth = match (&args.tokens, &args.jwks, &args.issuer, &args.audience) {
+        (Some(path), ..) => match TokenFile::read(path) {
             Ok(tokens) => Some(Authenticator::Tokens(tokens)),
             Err(e) => return usage_error(&format!("--tokens: {e}"), None),
         },
-        None => None,
+        // The gateway's verifier, read once now (a key set that cannot be
+        // read is a usage error, before anything listens).
+        (None, Some(jwks), Some(issuer), Some(audience)) => {
+            match runtime.block_on(JwtVerifier::new(JwtConfig::new(jwks, issuer, audience))) {
+                Ok(verifier) => Some(Authenticator::Jwt(verifier)),
+                Err(e) => return usage_error(&format!("--jwks: {e}"), None),
+            }
+        }
+        _ => None,
     };
     let store = match Store::open([&args.policy], LoadOptions::default()) {
         Ok(s) => s,
@@ -125,13 +154,6 @@ pub fn run(args: ServeArgs) -> u8 {
     if let Err(e) = pick(&app, None) {
         return usage_error(&e, Some("give --name POLICY"));
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => return usage_error(&format!("cannot start the runtime: {e}"), None),
-    };
     runtime.block_on(serve(Arc::new(app), args.listen))
 }
 
@@ -201,7 +223,7 @@ fn error(status: StatusCode, message: &str) -> Response {
     json_response(status, &json!({ "error": message }))
 }
 
-/// The caller, when `--tokens` is given: `Ok(None)` without it, a 401
+/// The caller, when `--tokens` or `--jwks` is given: `Ok(None)` without it, a 401
 /// (with its `WWW-Authenticate`) for a missing or bad token.
 async fn caller(app: &App, headers: &HeaderMap) -> Result<Option<Principal>, Response> {
     let Some(auth) = &app.auth else {
