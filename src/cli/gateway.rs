@@ -115,6 +115,13 @@ pub struct GatewayArgs {
     /// The most requests in flight each way.
     #[arg(long = "max-pending", value_name = "N", default_value_t = 1024)]
     max_pending: usize,
+    /// Export one span per governed request, and the decision metrics, to
+    /// this OpenTelemetry collector (OTLP over HTTP: its base URL, such as
+    /// `http://127.0.0.1:4318`); without it, `OTEL_EXPORTER_OTLP_ENDPOINT`
+    /// (docs/fleet.md).
+    #[cfg(feature = "otel")]
+    #[arg(long = "otlp-endpoint", value_name = "URL")]
+    otlp_endpoint: Option<String>,
     /// Relay tool results as the servers sent them.
     #[arg(long = "no-shape")]
     no_shape: bool,
@@ -168,6 +175,11 @@ pub fn run(args: GatewayArgs) -> u8 {
     if let Some(policy) = store.get(&name) {
         warn_unnamed_servers(&policy, &name, &ids);
     }
+    #[cfg(feature = "otel")]
+    let _otel = match crate::otel::install(args.otlp_endpoint.as_deref(), &store, &name) {
+        Ok(guard) => guard,
+        Err(e) => return usage_error(&e, None),
+    };
     let files = Files {
         policy: &args.policy,
         lock: args.lock.as_deref(),
@@ -204,6 +216,7 @@ pub fn run(args: GatewayArgs) -> u8 {
         assigns: None,
         #[cfg(feature = "http")]
         metrics: None,
+        session_id: None,
     };
     #[cfg(feature = "http")]
     let metrics_addr = match args.metrics.as_deref().map(listen_addr).transpose() {

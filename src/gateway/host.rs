@@ -151,6 +151,34 @@ fn start(gw: &Arc<Shared>, request: Request) {
     let (task_gw, task_handle) = (gw.clone(), handle.clone());
     let task = tokio::spawn(async move {
         let id = request.id.clone();
+        #[cfg(feature = "otel")]
+        let outcome = {
+            let meta = || {
+                Some(crate::otel::RequestMeta {
+                    method: crate::otel::governed(&request.method)?,
+                    request_id: request.id.to_string(),
+                    transport: if task_gw.session_id.is_some() {
+                        "tcp"
+                    } else {
+                        "pipe"
+                    },
+                    session_id: task_gw
+                        .session_id
+                        .as_deref()
+                        .map(crate::otel::session_digest),
+                    protocol_version: task_gw.protocol.get().cloned(),
+                })
+            };
+            // Made only while an exporter runs (the request moves below).
+            let meta = crate::otel::active().then(meta).flatten();
+            crate::otel::traced(
+                || meta,
+                |out: &Result<Value, RpcError>| out.as_ref().err().map(|e| e.code.to_string()),
+                requests::serve(&task_gw, request, &task_handle),
+            )
+            .await
+        };
+        #[cfg(not(feature = "otel"))]
         let outcome = requests::serve(&task_gw, request, &task_handle).await;
         let mine = {
             let mut inflight = Shared::lock(&task_gw.inflight);

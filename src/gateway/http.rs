@@ -377,6 +377,7 @@ fn open(
         )));
     };
     let mut config = app.config.clone();
+    config.session_id = Some(id.clone());
     if let Some(p) = principal {
         config.principal = Some(p.name);
         config.assigns = Some(p.assigns);

@@ -74,6 +74,9 @@ pub(crate) struct Config {
     /// Prometheus metrics (`--metrics`), shared by every session.
     #[cfg(feature = "http")]
     pub(crate) metrics: Option<Arc<metrics::Metrics>>,
+    /// The HTTP session's `Mcp-Session-Id` (none over stdio), for the
+    /// decision spans.
+    pub(crate) session_id: Option<String>,
 }
 
 /// Whether the servers run, and how they are ended.
@@ -108,6 +111,11 @@ pub(crate) struct Shared {
     pub(crate) assigns: Option<Value>,
     #[cfg(feature = "http")]
     metrics: Option<Arc<metrics::Metrics>>,
+    /// The HTTP session's id (none over stdio).
+    #[cfg_attr(not(feature = "otel"), allow(dead_code))]
+    pub(crate) session_id: Option<Arc<str>>,
+    /// The protocol version the gateway answered `initialize` with.
+    pub(crate) protocol: OnceLock<Arc<str>>,
     setup: PipelineSetup,
     stop: watch::Sender<Stop>,
     /// True once every server has come up or failed its first start: the
@@ -219,17 +227,23 @@ pub(crate) fn build_pipeline(
     } else if approve::host_elicits(&caps) {
         builder = builder.approver(approve::ProxyApprover::Elicit(gw.host.clone()));
     }
-    // One sink for the audit line and the metrics' count.
+    // One sink for the audit line, the metrics' count and the decision span.
     #[cfg(feature = "http")]
     let metrics = gw.metrics.clone();
     #[cfg(not(feature = "http"))]
     let metrics: Option<()> = None;
-    if gw.audit.is_some() || metrics.is_some() {
+    #[cfg(feature = "otel")]
+    let otel = crate::otel::active();
+    #[cfg(not(feature = "otel"))]
+    let otel = false;
+    if gw.audit.is_some() || metrics.is_some() || otel {
         let audit = gw.audit.clone();
         // A session's pipelines serve one caller: its lines name them.
         let principal = gw.principal.clone();
         builder = builder.audit(Arc::new(move |r| {
             let r = &r.with_principal(principal.as_deref());
+            #[cfg(feature = "otel")]
+            crate::otel::note(r);
             #[cfg(feature = "http")]
             if let Some(m) = &metrics {
                 m.decision(r.server, r.decision, r.reason);
@@ -307,6 +321,8 @@ where
         assigns: config.assigns,
         #[cfg(feature = "http")]
         metrics: config.metrics,
+        session_id: config.session_id.map(Arc::from),
+        protocol: OnceLock::new(),
         setup: PipelineSetup {
             baseline: config.baseline,
             approver: config.approver,

@@ -24,7 +24,7 @@ policy gw {
 "#;
 
 /// A gateway listening on a free port of 127.0.0.1, with `extra` flags.
-struct Gateway {
+pub(super) struct Gateway {
     child: Child,
     addr: String,
 }
@@ -36,7 +36,7 @@ impl Drop for Gateway {
     }
 }
 
-fn start(dir: &Path, extra: &[&str]) -> Gateway {
+pub(super) fn start(dir: &Path, extra: &[&str]) -> Gateway {
     let policy = dir.join("gw.mcppol");
     std::fs::write(&policy, POLICY).unwrap();
     let servers = dir.join("servers.json");
@@ -145,7 +145,7 @@ fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
 
 /// Opens a session as `token`'s holder; its id.
-fn open(g: &Gateway, auth: &[(&str, &str)]) -> String {
+pub(super) fn open(g: &Gateway, auth: &[(&str, &str)]) -> String {
     let mut headers = vec![
         ("content-type", "application/json"),
         ("accept", "application/json"),
@@ -158,7 +158,13 @@ fn open(g: &Gateway, auth: &[(&str, &str)]) -> String {
     header(&h, "mcp-session-id").unwrap().to_string()
 }
 
-fn call(g: &Gateway, session: &str, auth: &[(&str, &str)], tool: &str, args: Value) -> Value {
+pub(super) fn call(
+    g: &Gateway,
+    session: &str,
+    auth: &[(&str, &str)],
+    tool: &str,
+    args: Value,
+) -> Value {
     let mut headers = vec![
         ("content-type", "application/json"),
         ("accept", "application/json"),
