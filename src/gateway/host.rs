@@ -152,7 +152,7 @@ fn start(gw: &Arc<Shared>, request: Request) {
     let task = tokio::spawn(async move {
         let id = request.id.clone();
         #[cfg(feature = "otel")]
-        let outcome = {
+        let (outcome, spans) = {
             let meta = || {
                 Some(crate::otel::RequestMeta {
                     method: crate::otel::governed(&request.method)?,
@@ -172,7 +172,7 @@ fn start(gw: &Arc<Shared>, request: Request) {
             // Made only while an exporter runs (the request moves below).
             let meta = crate::otel::active().then(meta).flatten();
             crate::otel::traced(
-                || meta,
+                meta,
                 |out: &Result<Value, RpcError>| out.as_ref().err().map(|e| e.code.to_string()),
                 requests::serve(&task_gw, request, &task_handle),
             )
@@ -189,6 +189,13 @@ fn start(gw: &Arc<Shared>, request: Request) {
         };
         if mine {
             task_gw.host.respond(id, outcome).await;
+        }
+        // After the answer is written (the writer is another task, on
+        // the proxy's one thread too): the spans cost the host nothing.
+        #[cfg(feature = "otel")]
+        if let Some(spans) = spans {
+            tokio::task::yield_now().await;
+            spans.emit();
         }
     });
     inflight.insert(

@@ -17,6 +17,7 @@ mod queue;
 mod span;
 
 use std::sync::atomic::Ordering;
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
@@ -28,6 +29,7 @@ use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider, Temporality};
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use opentelemetry_sdk::Resource;
 
+use span::Pending;
 pub(crate) use span::{governed, note, session_digest, traced, RequestMeta};
 
 use crate::store::Store;
@@ -49,6 +51,11 @@ const MAX_ENDPOINT_BYTES: usize = 2048;
 static EXPORTER: OnceLock<Exporter> = OnceLock::new();
 
 struct Exporter {
+    /// To the recorder thread, which makes the spans and counts the
+    /// metrics (closed when the process ends).
+    records: Mutex<Option<SyncSender<Pending>>>,
+    /// Told when the recorder has made its last spans.
+    recorded: Mutex<Option<Receiver<()>>>,
     tracer: SdkTracer,
     traces: SdkTracerProvider,
     meters: SdkMeterProvider,
@@ -90,9 +97,53 @@ impl PolicyDigest {
 #[must_use = "the exporter stops when the guard is dropped"]
 pub(crate) struct Guard(());
 
+impl Exporter {
+    /// Gives a request's record to the recorder thread, never waiting:
+    /// when its queue is full the record is dropped and counted.
+    fn hand_over(&self, record: Pending) {
+        let records = self.records.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(records) = records.as_ref() else {
+            return;
+        };
+        if let Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) = records.try_send(record)
+        {
+            // A record is a request's two spans.
+            queue::dropped(&self.stats, 2);
+        }
+    }
+}
+
+/// Makes the spans and counts the metrics of each record handed over,
+/// until the process ends.
+fn record_all(records: Receiver<Pending>) {
+    while let Ok(record) = records.recv() {
+        if let Some(exporter) = EXPORTER.get() {
+            record.record(exporter);
+        }
+    }
+}
+
 impl Drop for Guard {
     fn drop(&mut self) {
         if let Some(e) = EXPORTER.get() {
+            // The recorder first (its spans go to the span queue), then
+            // the span queue.
+            drop(
+                e.records
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take(),
+            );
+            let recorded = e
+                .recorded
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
+            if let Some(Err(RecvTimeoutError::Timeout)) =
+                recorded.map(|r| r.recv_timeout(SHUTDOWN_TIMEOUT))
+            {
+                tracing::warn!(target: "mcppol::otel", "the OTLP recorder did not finish in time");
+            }
             let _ = e.traces.shutdown_with_timeout(SHUTDOWN_TIMEOUT);
             let _ = e.meters.shutdown_with_timeout(SHUTDOWN_TIMEOUT);
             let s = &e.stats;
@@ -232,7 +283,18 @@ pub(crate) fn install(
         .with_unit("{span}")
         .with_callback(move |o| o.observe(failed.failed.load(Ordering::Relaxed), &[]))
         .build();
+    let (records, to_record) = sync_channel(MAX_QUEUED_SPANS / 2);
+    let (done, recorded) = sync_channel(1);
+    std::thread::Builder::new()
+        .name("mcppol-otel".into())
+        .spawn(move || {
+            record_all(to_record);
+            let _ = done.send(());
+        })
+        .map_err(|e| format!("cannot start the OTLP recorder's thread: {e}"))?;
     let exporter = Exporter {
+        records: Mutex::new(Some(records)),
+        recorded: Mutex::new(Some(recorded)),
         tracer: traces.tracer("mcppol"),
         traces,
         meters,

@@ -88,11 +88,7 @@ impl<E: SpanExporter + 'static> SpanProcessor for BoundedProcessor<E> {
         match sender.try_send(span) {
             Ok(()) => {}
             Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
-                let n = self.stats.dropped.fetch_add(1, Ordering::Relaxed) + 1;
-                // 1, 10, 100, ...: visible without a line per span.
-                if is_power_of_ten(n) {
-                    tracing::warn!(target: "mcppol::otel", dropped = n, "the OTLP span queue is full (the exporter is slow or down): spans are dropped, decisions are not affected");
-                }
+                dropped(&self.stats, 1);
             }
         }
     }
@@ -125,6 +121,14 @@ impl<E: SpanExporter + 'static> SpanProcessor for BoundedProcessor<E> {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .set_resource(resource);
+    }
+}
+
+/// Counts `n` spans dropped, and says so at the 1st, 10th, 100th, ...
+pub(crate) fn dropped(stats: &Stats, n: u64) {
+    let before = stats.dropped.fetch_add(n, Ordering::Relaxed);
+    if (before + 1..=before + n).any(is_power_of_ten) {
+        tracing::warn!(target: "mcppol::otel", dropped = before + n, "the OTLP span queue is full (the exporter is slow or down): spans are dropped, decisions are not affected");
     }
 }
 

@@ -3,9 +3,11 @@
 //! JSON-RPC id, the transport, the session); the audit point reports the
 //! request's one record with [`note`]; when the request is answered, the
 //! MCP span (`{mcp.method.name} {target}`, kind server) and its child
-//! `apply_guardrail` span are made from the two, and the metrics counted.
-//! A record noted outside any request (refused before it was served) makes
-//! its spans at once.
+//! `apply_guardrail` span are made from the two, and the metrics counted,
+//! on the exporter's recorder thread: the request's own thread only hands
+//! the record over (never waiting: past the bound it is dropped and
+//! counted). A record noted outside any request (refused before it was
+//! served) is handed over at once.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -90,20 +92,18 @@ tokio::task_local! {
 }
 
 /// Runs `request` (a governed request's handling, up to its answer) and,
-/// with an exporter running, makes its spans from what [`note`] was told
-/// meanwhile; `error` names the answer's error (`error.type`, the JSON-RPC
-/// code) when it is one. Without an exporter, or for a method that is not
-/// governed, it is `request` alone.
+/// with an exporter running, gives back what [`note`] was told meanwhile
+/// as spans to make once the answer is sent ([`Pending::emit`]: their cost
+/// is not the answer's); `error` names the answer's error (`error.type`,
+/// the JSON-RPC code) when it is one. Without an exporter, or for a
+/// method that is not governed, it is `request` alone.
 pub(crate) async fn traced<T>(
-    meta: impl FnOnce() -> Option<RequestMeta>,
+    meta: Option<RequestMeta>,
     error: impl FnOnce(&T) -> Option<String>,
     request: impl Future<Output = T>,
-) -> T {
-    let Some(exporter) = EXPORTER.get() else {
-        return request.await;
-    };
-    let Some(meta) = meta() else {
-        return request.await;
+) -> (T, Option<Pending>) {
+    let (Some(_), Some(meta)) = (EXPORTER.get(), meta) else {
+        return (request.await, None);
     };
     let inflight = Arc::new(InFlight {
         meta,
@@ -116,17 +116,46 @@ pub(crate) async fn traced<T>(
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .take();
-    if let Some(noted) = noted {
-        let error = error(&out);
+    let pending = noted.map(|noted| Pending {
+        inflight,
+        noted,
+        error: error(&out),
+        answered: None,
+    });
+    (out, pending)
+}
+
+/// A governed request's record, for its spans and metrics.
+pub(crate) struct Pending {
+    inflight: Arc<InFlight>,
+    noted: Noted,
+    error: Option<String>,
+    /// When the answer was sent (the request span's end).
+    answered: Option<SystemTime>,
+}
+
+impl Pending {
+    /// The request has been answered: its spans end now, and are made on
+    /// the recorder thread.
+    pub(crate) fn emit(mut self) {
+        if let Some(exporter) = EXPORTER.get() {
+            self.answered = Some(SystemTime::now());
+            exporter.hand_over(self);
+        }
+    }
+
+    /// Makes the spans and counts the metrics (the recorder thread).
+    pub(super) fn record(self, exporter: &Exporter) {
+        let end = self.answered.unwrap_or(self.noted.at);
         emit(
             exporter,
-            &inflight.meta,
-            inflight.started,
-            &noted,
-            error.as_deref(),
+            &self.inflight.meta,
+            self.inflight.started,
+            end,
+            &self.noted,
+            self.error.as_deref(),
         );
     }
-    out
 }
 
 /// The audit record of a governed request: kept for the request's spans
@@ -160,7 +189,17 @@ pub(crate) fn note(record: &AuditRecord<'_>) {
             session_id: None,
             protocol_version: None,
         };
-        emit(exporter, &meta, noted.at, &noted, None);
+        let at = noted.at;
+        exporter.hand_over(Pending {
+            inflight: Arc::new(InFlight {
+                meta,
+                started: at,
+                noted: Mutex::new(None),
+            }),
+            noted,
+            error: None,
+            answered: Some(at),
+        });
     }
 }
 
@@ -172,8 +211,14 @@ pub(crate) fn session_digest(id: &str) -> Arc<str> {
     format!("sha256:{hex}").into()
 }
 
-fn emit(e: &Exporter, meta: &RequestMeta, started: SystemTime, n: &Noted, error: Option<&str>) {
-    let end = SystemTime::now();
+fn emit(
+    e: &Exporter,
+    meta: &RequestMeta,
+    started: SystemTime,
+    end: SystemTime,
+    n: &Noted,
+    error: Option<&str>,
+) {
     let name = n.name.as_deref().unwrap_or("");
     // A resource's URI is request data: neither the span's name nor an
     // attribute carries it.

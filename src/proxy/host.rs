@@ -185,7 +185,7 @@ async fn start(shared: &Arc<Shared>, request: Request) {
     let task = tokio::spawn(async move {
         let id = request.id.clone();
         #[cfg(feature = "otel")]
-        let outcome = {
+        let (outcome, spans) = {
             let meta = || {
                 Some(crate::otel::RequestMeta {
                     method: crate::otel::governed(&request.method)?,
@@ -203,7 +203,7 @@ async fn start(shared: &Arc<Shared>, request: Request) {
             // Made only while an exporter runs (the request moves below).
             let meta = crate::otel::active().then(meta).flatten();
             crate::otel::traced(
-                || meta,
+                meta,
                 |out: &Result<Value, RpcError>| out.as_ref().err().map(|e| e.code.to_string()),
                 serve(&task_shared, request, &task_handle),
             )
@@ -223,6 +223,13 @@ async fn start(shared: &Arc<Shared>, request: Request) {
         };
         if mine {
             task_shared.host.respond(id, outcome).await;
+        }
+        // After the answer is written (the writer is another task, on
+        // the proxy's one thread too): the spans cost the host nothing.
+        #[cfg(feature = "otel")]
+        if let Some(spans) = spans {
+            tokio::task::yield_now().await;
+            spans.emit();
         }
     });
     inflight.insert(
