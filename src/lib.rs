@@ -81,6 +81,8 @@ mod model;
 // host API with many types), compiled with the `pipeline` feature.
 #[cfg(feature = "pipeline")]
 pub mod mcp;
+#[cfg(feature = "otel")]
+mod otel;
 mod paths;
 #[cfg(feature = "pipeline")]
 pub mod pipeline;

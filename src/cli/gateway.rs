@@ -119,6 +119,13 @@ pub struct GatewayArgs {
     /// is kept after its last result: it is its principal's.
     #[arg(long = "taint-ttl", value_name = "DURATION", default_value = "8h", value_parser = humantime::parse_duration)]
     taint_ttl: Duration,
+    /// Export one span per governed request, and the decision metrics, to
+    /// this OpenTelemetry collector (OTLP over HTTP: its base URL, such as
+    /// `http://127.0.0.1:4318`); without it, `OTEL_EXPORTER_OTLP_ENDPOINT`
+    /// (docs/fleet.md).
+    #[cfg(feature = "otel")]
+    #[arg(long = "otlp-endpoint", value_name = "URL")]
+    otlp_endpoint: Option<String>,
     /// Relay tool results as the servers sent them.
     #[arg(long = "no-shape")]
     no_shape: bool,
@@ -172,6 +179,11 @@ pub fn run(args: GatewayArgs) -> u8 {
     if let Some(policy) = store.get(&name) {
         warn_unnamed_servers(&policy, &name, &ids);
     }
+    #[cfg(feature = "otel")]
+    let _otel = match crate::otel::install(args.otlp_endpoint.as_deref(), &store, &name) {
+        Ok(guard) => guard,
+        Err(e) => return usage_error(&e, None),
+    };
     let files = Files {
         policy: &args.policy,
         lock: args.lock.as_deref(),

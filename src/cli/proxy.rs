@@ -77,6 +77,13 @@ pub struct ProxyArgs {
     /// The cap of a tool result shaped for the model (bytes of JSON).
     #[arg(long = "max-result-bytes", value_name = "N", default_value_t = crate::pipeline::DEFAULT_MAX_RESULT_BYTES)]
     max_result_bytes: usize,
+    /// Export one span per governed request, and the decision metrics, to
+    /// this OpenTelemetry collector (OTLP over HTTP: its base URL, such as
+    /// `http://127.0.0.1:4318`); without it, `OTEL_EXPORTER_OTLP_ENDPOINT`
+    /// (docs/fleet.md).
+    #[cfg(feature = "otel")]
+    #[arg(long = "otlp-endpoint", value_name = "URL")]
+    otlp_endpoint: Option<String>,
     /// The server command and its arguments (or --servers FILE --server
     /// NAME).
     #[arg(
@@ -256,6 +263,11 @@ pub fn run(mut args: ProxyArgs) -> u8 {
     if let Some(policy) = store.get(&name) {
         warn_unnamed_server(&policy, &name, &launch.server_id);
     }
+    #[cfg(feature = "otel")]
+    let _otel = match crate::otel::install(args.otlp_endpoint.as_deref(), &store, &name) {
+        Ok(guard) => guard,
+        Err(e) => return usage_error(&e, None),
+    };
     let files = Files {
         policy: &args.policy,
         lock: args.lock.as_deref(),

@@ -137,6 +137,8 @@ pub(crate) struct Shared {
     pub(crate) budgets: Arc<dyn crate::Budgets>,
     #[cfg(feature = "http")]
     metrics: Option<Arc<metrics::Metrics>>,
+    /// The protocol version the gateway answered `initialize` with.
+    pub(crate) protocol: OnceLock<Arc<str>>,
     setup: PipelineSetup,
     stop: watch::Sender<Stop>,
     /// True once every server has come up or failed its first start: the
@@ -252,17 +254,23 @@ pub(crate) fn build_pipeline(
     } else if approve::host_elicits(&caps) {
         builder = builder.approver(approve::ProxyApprover::Elicit(gw.host.clone()));
     }
-    // One sink for the audit line and the metrics' count.
+    // One sink for the audit line, the metrics' count and the decision span.
     #[cfg(feature = "http")]
     let metrics = gw.metrics.clone();
     #[cfg(not(feature = "http"))]
     let metrics: Option<()> = None;
-    if gw.audit.is_some() || metrics.is_some() {
+    #[cfg(feature = "otel")]
+    let otel = crate::otel::active();
+    #[cfg(not(feature = "otel"))]
+    let otel = false;
+    if gw.audit.is_some() || metrics.is_some() || otel {
         let audit = gw.audit.clone();
         // A session's pipelines serve one caller: its lines name them.
         let principal = gw.principal.clone();
         builder = builder.audit(Arc::new(move |r| {
             let r = &r.with_principal(principal.as_deref());
+            #[cfg(feature = "otel")]
+            crate::otel::note(r);
             #[cfg(feature = "http")]
             if let Some(m) = &metrics {
                 m.decision(r.server, r.decision, r.reason);
@@ -345,6 +353,7 @@ where
         budgets: config.budgets,
         #[cfg(feature = "http")]
         metrics: config.metrics,
+        protocol: OnceLock::new(),
         setup: PipelineSetup {
             baseline: config.baseline,
             approver: config.approver,

@@ -146,6 +146,7 @@ async fn initialize(gw: &Arc<Shared>, params: &Value) -> Result<Value, RpcError>
         .iter()
         .find(|v| **v == asked)
         .unwrap_or(&PROTOCOL_VERSIONS[0]);
+    let _ = gw.protocol.set(Arc::from(*version));
     let mut result = json!({
         "protocolVersion": version,
         "capabilities": capabilities(),
@@ -546,6 +547,8 @@ fn refused_request(
     );
     let record = AuditRecord::of(&outcome).with_principal(gw.principal.as_deref());
     gw.count(record.server, record.decision, record.reason);
+    #[cfg(feature = "otel")]
+    crate::otel::note(&record);
     if let Some(audit) = &gw.audit {
         let _ = audit.write_record(&record);
     }

@@ -184,6 +184,32 @@ async fn start(shared: &Arc<Shared>, request: Request) {
     let mut inflight = Shared::lock(&shared.inflight);
     let task = tokio::spawn(async move {
         let id = request.id.clone();
+        #[cfg(feature = "otel")]
+        let (outcome, spans) = {
+            let meta = || {
+                Some(crate::otel::RequestMeta {
+                    method: crate::otel::governed(&request.method)?,
+                    request_id: request.id.to_string(),
+                    transport: "pipe",
+                    session_id: None,
+                    protocol_version: Some(
+                        crate::mcp::Transport::server(&*task_shared.upstream)
+                            .protocol_version
+                            .as_str()
+                            .into(),
+                    ),
+                })
+            };
+            // Made only while an exporter runs (the request moves below).
+            let meta = crate::otel::active().then(meta).flatten();
+            crate::otel::traced(
+                meta,
+                |out: &Result<Value, RpcError>| out.as_ref().err().map(|e| e.code.to_string()),
+                serve(&task_shared, request, &task_handle),
+            )
+            .await
+        };
+        #[cfg(not(feature = "otel"))]
         let outcome = serve(&task_shared, request, &task_handle).await;
         // Answered only while the entry is this request's: a cancellation
         // (no answer) or the session's end (answered there) took it
@@ -197,6 +223,13 @@ async fn start(shared: &Arc<Shared>, request: Request) {
         };
         if mine {
             task_shared.host.respond(id, outcome).await;
+        }
+        // After the answer is written (the writer is another task, on
+        // the proxy's one thread too): the spans cost the host nothing.
+        #[cfg(feature = "otel")]
+        if let Some(spans) = spans {
+            tokio::task::yield_now().await;
+            spans.emit();
         }
     });
     inflight.insert(
@@ -413,15 +446,18 @@ pub(crate) fn same_result(result: &ToolResult, raw: &Value) -> bool {
 /// mapping of its outcome, refused by the request itself. The request is
 /// refused whether or not the line is written.
 fn refused_request(shared: &Shared, kind: TargetKind, name: Option<&str>, reason: &'static str) {
+    let outcome = Outcome::refused(
+        shared.server_id.as_str().into(),
+        kind,
+        name,
+        By::Stage(Source::Request),
+        reason,
+    );
+    let record = AuditRecord::of(&outcome);
+    #[cfg(feature = "otel")]
+    crate::otel::note(&record);
     if let Some(audit) = &shared.audit {
-        let outcome = Outcome::refused(
-            shared.server_id.as_str().into(),
-            kind,
-            name,
-            By::Stage(Source::Request),
-            reason,
-        );
-        let _ = audit.write_record(&AuditRecord::of(&outcome));
+        let _ = audit.write_record(&record);
     }
 }
 

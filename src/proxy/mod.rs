@@ -369,9 +369,21 @@ pub(crate) fn build_pipeline(shared: &Shared) -> Option<Arc<Pipeline>> {
     } else if approve::host_elicits(&caps) {
         builder = builder.approver(approve::ProxyApprover::Elicit(shared.host.clone()));
     }
-    if let Some(audit) = &shared.audit {
-        let audit = audit.clone();
-        builder = builder.audit(Arc::new(move |r| audit.write_record(r)));
+    #[cfg(feature = "otel")]
+    let otel = crate::otel::active();
+    #[cfg(not(feature = "otel"))]
+    let otel = false;
+    // One sink for the audit line and the decision span.
+    if shared.audit.is_some() || otel {
+        let audit = shared.audit.clone();
+        builder = builder.audit(Arc::new(move |r| {
+            #[cfg(feature = "otel")]
+            crate::otel::note(r);
+            match &audit {
+                Some(audit) => audit.write_record(r),
+                None => Ok(()),
+            }
+        }));
     }
     match builder.build() {
         Ok(p) => {

@@ -36,7 +36,7 @@ impl Drop for Gateway {
     }
 }
 
-fn start(dir: &Path, extra: &[&str]) -> Gateway {
+pub(crate) fn start(dir: &Path, extra: &[&str]) -> Gateway {
     start_with(dir, POLICY, &["a"], extra)
 }
 
@@ -155,7 +155,7 @@ pub(crate) fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
 
 /// Opens a session as `token`'s holder; its id.
-fn open(g: &Gateway, auth: &[(&str, &str)]) -> String {
+pub(super) fn open(g: &Gateway, auth: &[(&str, &str)]) -> String {
     let mut headers = vec![
         ("content-type", "application/json"),
         ("accept", "application/json"),
@@ -168,7 +168,13 @@ fn open(g: &Gateway, auth: &[(&str, &str)]) -> String {
     header(&h, "mcp-session-id").unwrap().to_string()
 }
 
-fn call(g: &Gateway, session: &str, auth: &[(&str, &str)], tool: &str, args: Value) -> Value {
+pub(super) fn call(
+    g: &Gateway,
+    session: &str,
+    auth: &[(&str, &str)],
+    tool: &str,
+    args: Value,
+) -> Value {
     let mut headers = vec![
         ("content-type", "application/json"),
         ("accept", "application/json"),

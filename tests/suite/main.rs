@@ -70,6 +70,8 @@ mod lint;
 mod loose_matching;
 #[cfg(feature = "pipeline")]
 mod mcp_stdio;
+#[cfg(feature = "otel")]
+mod otlp;
 #[cfg(feature = "pipeline")]
 mod pipeline;
 #[cfg(feature = "pipeline")]
