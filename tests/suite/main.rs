@@ -50,6 +50,8 @@ mod gateway;
 mod gateway_e2e;
 #[cfg(all(feature = "cli", feature = "http"))]
 mod gateway_http;
+#[cfg(all(feature = "cli", feature = "http"))]
+mod gateway_load;
 #[cfg(feature = "cli")]
 mod hosts;
 #[cfg(feature = "cli")]
