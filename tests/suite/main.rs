@@ -51,6 +51,8 @@ mod gateway_e2e;
 #[cfg(all(feature = "cli", feature = "http"))]
 mod gateway_http;
 #[cfg(all(feature = "cli", feature = "http"))]
+mod gateway_liveness;
+#[cfg(all(feature = "cli", feature = "http"))]
 mod gateway_load;
 #[cfg(feature = "cli")]
 mod hosts;
