@@ -756,18 +756,45 @@ fn sessions(server: &Server, dir: &Path, policy: &Path, n: usize) {
         }
     }
     let all = rss_kib(gateway.id());
+    let children = children_of(gateway.id());
+    let children_kib: u64 = children.iter().map(|&pid| rss_kib(pid)).sum();
     println!(
         "
 mcppol gateway, {n} HTTP sessions in one process (each its own {} server): \
-         VmRSS {} KiB with 1, {} KiB with {n} ({:.0} KiB a session more), peak {} KiB",
+         VmRSS {} KiB with 1, {} KiB with {n} ({:.0} KiB a session more), peak {} KiB; \
+         its {} children (the servers) {} KiB in all ({:.0} KiB each)",
         server.id,
         one,
         all,
         (all.saturating_sub(one)) as f64 / (n - 1).max(1) as f64,
-        peak_rss_kib(gateway.id())
+        peak_rss_kib(gateway.id()),
+        children.len(),
+        children_kib,
+        children_kib as f64 / children.len().max(1) as f64
     );
     let _ = gateway.kill();
     let _ = gateway.wait();
+}
+
+/// The processes whose parent is `pid` (from `/proc/*/stat`).
+fn children_of(pid: u32) -> Vec<u32> {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    procs
+        .flatten()
+        .filter_map(|p| p.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&child| {
+            // `PID (COMM) STATE PPID ...`: the command may hold spaces.
+            std::fs::read_to_string(format!("/proc/{child}/stat"))
+                .ok()
+                .and_then(|s| {
+                    let rest = s.rsplit_once(')')?.1;
+                    rest.split_whitespace().nth(1)?.parse::<u32>().ok()
+                })
+                == Some(pid)
+        })
+        .collect()
 }
 
 fn everything() -> Option<PathBuf> {
