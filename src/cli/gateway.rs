@@ -106,6 +106,14 @@ pub struct GatewayArgs {
     /// How long a server has to answer `initialize` when it starts.
     #[arg(long = "start-timeout", value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
     start_timeout: Duration,
+    /// How often a remote (HTTP) server is sent `ping`; one that does not
+    /// answer within --ping-timeout is marked down and reconnected (`0s`:
+    /// never).
+    #[arg(long = "ping-interval", value_name = "DURATION", default_value = "15s", value_parser = humantime::parse_duration)]
+    ping_interval: Duration,
+    /// How long a remote server has to answer a `ping`.
+    #[arg(long = "ping-timeout", value_name = "DURATION", default_value = "5s", value_parser = humantime::parse_duration)]
+    ping_timeout: Duration,
     /// How long a server has to answer a request.
     #[arg(long = "call-timeout", value_name = "DURATION", default_value = "10m", value_parser = humantime::parse_duration)]
     call_timeout: Duration,
@@ -213,6 +221,8 @@ pub fn run(args: GatewayArgs) -> u8 {
         max_pending: args.max_pending.max(1),
         call_timeout: args.call_timeout,
         start_timeout: args.start_timeout,
+        ping_interval: args.ping_interval,
+        ping_timeout: args.ping_timeout,
         grace: args.grace,
         shape: (!args.no_shape).then_some(args.max_result_bytes),
         protected,

@@ -70,6 +70,10 @@ pub(crate) struct Config {
     pub(crate) call_timeout: Duration,
     /// How long a server has to answer `initialize`.
     pub(crate) start_timeout: Duration,
+    /// How often a remote server is sent `ping` (zero: never).
+    pub(crate) ping_interval: Duration,
+    /// How long a remote server has to answer a `ping`.
+    pub(crate) ping_timeout: Duration,
     /// How long a server has to exit once its stdin is closed.
     pub(crate) grace: Duration,
     pub(crate) shape: Option<usize>,
@@ -129,6 +133,8 @@ pub(crate) struct Shared {
     pub(crate) max_pending: usize,
     pub(crate) call_timeout: Duration,
     pub(crate) start_timeout: Duration,
+    pub(crate) ping_interval: Duration,
+    pub(crate) ping_timeout: Duration,
     pub(crate) grace: Duration,
     pub(crate) shape: Option<usize>,
     pub(crate) principal: Option<String>,
@@ -345,6 +351,8 @@ where
         max_pending: config.max_pending,
         call_timeout: config.call_timeout,
         start_timeout: config.start_timeout,
+        ping_interval: config.ping_interval,
+        ping_timeout: config.ping_timeout,
         grace: config.grace,
         shape: config.shape,
         principal: config.principal,

@@ -56,6 +56,10 @@ mod gateway_http;
 mod gateway_sdk_http;
 #[cfg(all(feature = "cli", feature = "http"))]
 mod gateway_stateless;
+#[cfg(all(feature = "cli", feature = "http"))]
+mod gateway_liveness;
+#[cfg(all(feature = "cli", feature = "http"))]
+mod gateway_load;
 #[cfg(feature = "cli")]
 mod hosts;
 #[cfg(feature = "cli")]
