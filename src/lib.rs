@@ -41,6 +41,9 @@ mod claude;
 #[cfg(feature = "cli")]
 mod cli;
 // `mcppol hook HOST`: every agent host's permission hook.
+// Signed policy bundles: `mcppol bundle`, and `--bundle` of the front doors.
+#[cfg(feature = "bundle")]
+mod bundle;
 mod compile;
 mod diagnostics;
 #[cfg(feature = "cli")]

@@ -26,6 +26,8 @@ mod authoring_cli;
 #[cfg(feature = "pipeline")]
 mod claude_command_hooks;
 #[cfg(feature = "cli")]
+mod bundle;
+#[cfg(feature = "cli")]
 mod claude_hook;
 #[cfg(feature = "cli")]
 mod cli;
