@@ -150,8 +150,8 @@ pub use protected::Protected;
 pub use smol_str::SmolStr;
 #[cfg(feature = "store")]
 pub use store::{
-    FileStatus, LastError, PolicyStatus, Reloaded, Status, Store, StoreError, Swapped, Watch,
-    SUBSCRIBER_BACKLOG,
+    BundleStamp, FileStatus, LastError, PolicyStatus, Reloaded, Status, Store, StoreError, Swapped,
+    Watch, SUBSCRIBER_BACKLOG,
 };
 pub use syntax::MAX_FILE_BYTES;
 

@@ -40,11 +40,10 @@ pub(crate) fn build(
     options: &BuildOptions,
 ) -> Result<Built, BundleError> {
     if !dir.is_dir() {
-        return Err(BundleError::new(
-            Step::Read,
-            format!("`{}` is not a folder", dir.display()),
-        )
-        .help("give the folder that holds the `*.mcppol` files"));
+        return Err(
+            BundleError::new(Step::Read, format!("`{}` is not a folder", dir.display()))
+                .help("give the folder that holds the `*.mcppol` files"),
+        );
     }
     let mut paths = Vec::new();
     walk(dir, 0, &mut paths)?;
@@ -80,7 +79,10 @@ pub(crate) fn build(
     let revision = match &options.revision {
         Some(r) => {
             if let Some(problem) = revision_problem(r) {
-                return Err(BundleError::new(Step::Format, format!("--revision `{r}`: {problem}")));
+                return Err(BundleError::new(
+                    Step::Format,
+                    format!("--revision `{r}`: {problem}"),
+                ));
             }
             r.clone()
         }
@@ -159,7 +161,10 @@ fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Result<(), BundleEr
     if depth >= MAX_PATH_DEPTH {
         return Err(BundleError::new(
             Step::Format,
-            format!("`{}` is more than {MAX_PATH_DEPTH} folders deep", dir.display()),
+            format!(
+                "`{}` is more than {MAX_PATH_DEPTH} folders deep",
+                dir.display()
+            ),
         ));
     }
     let cannot = |e: std::io::Error| {

@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use ed25519_dalek::pkcs8::spki::der::pem::LineEnding;
-use ed25519_dalek::pkcs8::{DecodePublicKey, EncodePublicKey};
 use ed25519_dalek::pkcs8::{DecodePrivateKey, EncodePrivateKey};
+use ed25519_dalek::pkcs8::{DecodePublicKey, EncodePublicKey};
 use ed25519_dalek::{SigningKey, VerifyingKey};
 
 use super::{BundleError, Step};
@@ -23,7 +23,10 @@ pub(crate) fn read_signing_key(path: &Path) -> Result<SigningKey, BundleError> {
     SigningKey::from_pkcs8_pem(&text).map_err(|e| {
         BundleError::new(
             Step::Read,
-            format!("`{}` is not an Ed25519 private key in PKCS#8 PEM: {e}", path.display()),
+            format!(
+                "`{}` is not an Ed25519 private key in PKCS#8 PEM: {e}",
+                path.display()
+            ),
         )
         .help("make one with `mcppol bundle keygen`, or `openssl genpkey -algorithm ed25519`")
     })
@@ -59,9 +62,8 @@ pub(crate) fn key_id(key: &VerifyingKey) -> String {
 /// mode 0600 on Unix, and the public key to `public`. Neither may exist.
 pub(crate) fn write_keypair(private: &Path, public: &Path) -> Result<String, BundleError> {
     let mut seed = [0u8; 32];
-    getrandom::fill(&mut seed).map_err(|e| {
-        BundleError::new(Step::Read, format!("no randomness from the system: {e}"))
-    })?;
+    getrandom::fill(&mut seed)
+        .map_err(|e| BundleError::new(Step::Read, format!("no randomness from the system: {e}")))?;
     let key = SigningKey::from_bytes(&seed);
     let cannot = |what: &str, e: &dyn std::fmt::Display| {
         BundleError::new(Step::Read, format!("cannot encode the {what} key: {e}"))
@@ -91,8 +93,11 @@ fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), BundleError> {
     #[cfg(not(unix))]
     let _ = mode;
     let cannot = |e: std::io::Error| {
-        BundleError::new(Step::Read, format!("cannot write `{}`: {e}", path.display()))
-            .help("keygen never overwrites a key: remove the file or name another")
+        BundleError::new(
+            Step::Read,
+            format!("cannot write `{}`: {e}", path.display()),
+        )
+        .help("keygen never overwrites a key: remove the file or name another")
     };
     let mut file = options.open(path).map_err(cannot)?;
     file.write_all(bytes).map_err(cannot)

@@ -33,10 +33,14 @@
 
 mod build;
 mod check;
+#[cfg(feature = "http")]
+mod feed;
 mod keys;
 mod verify;
 
 pub(crate) use build::{build, BuildOptions};
+#[cfg(feature = "http")]
+pub(crate) use feed::{BundleFeed, Location};
 pub(crate) use keys::{key_id, read_signing_key, read_verifying_key, write_keypair};
 pub(crate) use verify::{inspect, verify, Verified};
 
@@ -191,7 +195,7 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 }
 
 fn unhex(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return None;
     }
     (0..text.len())
@@ -239,7 +243,10 @@ pub(crate) fn path_problem(path: &str) -> Option<String> {
     }
     let name = parts.last().copied().unwrap_or_default();
     if !is_bundled_name(name) {
-        return Some("not a policy file (`*.mcppol`) or lock file (`mcppol.lock`, `NAME.mcppol.lock`)".into());
+        return Some(
+            "not a policy file (`*.mcppol`) or lock file (`mcppol.lock`, `NAME.mcppol.lock`)"
+                .into(),
+        );
     }
     None
 }

@@ -1,16 +1,16 @@
 //! Reading a bundle: its shape and bounds, the signature, every digest,
 //! then the policies, in that order; the first failure refuses it.
 
-use std::collections::BTreeSet;
 use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use ed25519_dalek::{Signature, VerifyingKey};
 
 use super::check::check_files;
 use super::{
-    key_id, path_problem, revision_problem, sha256, unhex, BundleError, Envelope,
-    Manifest, Step, FORMAT, MAX_BUNDLE_BYTES, MAX_FILES, MAX_FILE_BYTES, MAX_MANIFEST_BYTES,
+    key_id, path_problem, revision_problem, sha256, unhex, BundleError, Envelope, Manifest, Step,
+    FORMAT, MAX_BUNDLE_BYTES, MAX_FILES, MAX_FILE_BYTES, MAX_MANIFEST_BYTES,
 };
 use crate::Policy;
 
@@ -86,9 +86,7 @@ fn manifest(envelope: &Envelope) -> Result<Manifest, BundleError> {
         )));
     }
     if let Some(problem) = revision_problem(&manifest.revision) {
-        return Err(format_error(format!(
-            "the manifest's revision: {problem}"
-        )));
+        return Err(format_error(format!("the manifest's revision: {problem}")));
     }
     if manifest.files.len() > MAX_FILES {
         return Err(format_error(format!(
@@ -122,7 +120,10 @@ fn digests(envelope: &Envelope, manifest: &Manifest) -> Result<(), BundleError> 
         let Some(entry) = manifest.files.get(i) else {
             return Err(BundleError::new(
                 Step::Digest,
-                format!("file `{}` is not in the signed manifest", file.path.escape_debug()),
+                format!(
+                    "file `{}` is not in the signed manifest",
+                    file.path.escape_debug()
+                ),
             ));
         };
         if entry.path != file.path {
@@ -206,7 +207,11 @@ pub(crate) fn verify(bytes: &[u8], key: &VerifyingKey) -> Result<Verified, Bundl
     digests(&envelope, &manifest)?;
     let checked = check_files(&envelope.files)?;
     let names: Vec<&String> = checked.policies.keys().collect();
-    if names.iter().map(|s| s.as_str()).ne(manifest.policies.iter().map(String::as_str)) {
+    if names
+        .iter()
+        .map(|s| s.as_str())
+        .ne(manifest.policies.iter().map(String::as_str))
+    {
         return Err(BundleError::new(
             Step::Policy,
             format!(

@@ -8,7 +8,7 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use super::{color, exit, usage_error, Format};
-use crate::bundle::{self, BundleError, BuildOptions, Step};
+use crate::bundle::{self, BuildOptions, BundleError, Step};
 
 #[derive(Args, Debug)]
 pub struct BundleArgs {
@@ -140,7 +140,10 @@ fn build(args: BuildArgs) -> u8 {
     };
     eprint!("{}", crate::render_all(&built.warnings, color()));
     if let Err(e) = write_whole(&args.output, &built.bytes) {
-        return usage_error(&format!("cannot write `{}`: {e}", args.output.display()), None);
+        return usage_error(
+            &format!("cannot write `{}`: {e}", args.output.display()),
+            None,
+        );
     }
     let m = &built.manifest;
     eprintln!(
@@ -243,7 +246,10 @@ fn inspect(args: InspectArgs) -> u8 {
             println!("digest     {digest}");
             println!("revision   {}", m.revision);
             println!("built at   {}", m.built_at);
-            println!("signed by  {} (not verified: `mcppol bundle verify --pub KEY` checks it)", m.key);
+            println!(
+                "signed by  {} (not verified: `mcppol bundle verify --pub KEY` checks it)",
+                m.key
+            );
             println!("policies   {}", m.policies.join(", "));
             println!("files      {}", m.files.len());
             for f in &m.files {
@@ -279,7 +285,10 @@ fn keygen(args: KeygenArgs) -> u8 {
     }
     if public.exists() {
         return usage_error(
-            &format!("`{}` exists; keygen never overwrites a key", public.display()),
+            &format!(
+                "`{}` exists; keygen never overwrites a key",
+                public.display()
+            ),
             Some("remove it, or give --pub another path"),
         );
     }

@@ -61,6 +61,7 @@ pub fn run(args: ClaudeHookArgs) -> u8 {
         audit: args.audit,
         home: crate::claude::place::home_from_env(),
         preloaded: None,
+        bundle: None,
     };
     serve_stdio("mcppol claude-hook", |input| run_hook(&config, input))
 }

@@ -70,6 +70,7 @@ pub fn run(args: HookArgs) -> u8 {
         audit: hook.audit,
         home: crate::claude::place::home_from_env(),
         preloaded: None,
+        bundle: None,
     };
     serve_stdio(&who, |input| hosts::run(spec, &config, input))
 }

@@ -47,7 +47,16 @@ pub(crate) fn build(dir: &Path, out: &str, revision: &str) -> std::process::Outp
     mcppol()
         .current_dir(dir)
         .env("SOURCE_DATE_EPOCH", EPOCH)
-        .args(["bundle", "build", "pol", "-o", out, "--revision", revision, "--key"])
+        .args([
+            "bundle",
+            "build",
+            "pol",
+            "-o",
+            out,
+            "--revision",
+            revision,
+            "--key",
+        ])
         .arg(fixture("test-key.pem"))
         .output()
         .unwrap()
@@ -157,7 +166,10 @@ fn build_refuses_a_policy_the_checker_rejects() {
     let out = build(dir.path(), "p.bundle", "v1");
     assert_eq!(out.status.code(), Some(1));
     assert!(!dir.path().join("p.bundle").exists());
-    insta::assert_snapshot!("bundle_build_broken_policy", String::from_utf8_lossy(&out.stderr));
+    insta::assert_snapshot!(
+        "bundle_build_broken_policy",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
@@ -166,12 +178,18 @@ fn build_refuses_a_name_two_files_define_and_a_bad_lock() {
     std::fs::write(dir.path().join("pol/teams/github.mcppol"), GITHUB).unwrap();
     let out = build(dir.path(), "p.bundle", "v1");
     assert_eq!(out.status.code(), Some(1));
-    insta::assert_snapshot!("bundle_build_duplicate_policy", String::from_utf8_lossy(&out.stderr));
+    insta::assert_snapshot!(
+        "bundle_build_duplicate_policy",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let dir = scratch();
     std::fs::write(dir.path().join("pol/mcppol.lock"), "{\"tools\": 3}").unwrap();
     let out = build(dir.path(), "p.bundle", "v1");
     assert_eq!(out.status.code(), Some(1));
-    insta::assert_snapshot!("bundle_build_bad_lock", String::from_utf8_lossy(&out.stderr));
+    insta::assert_snapshot!(
+        "bundle_build_bad_lock",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
@@ -189,7 +207,10 @@ fn build_refuses_a_bad_key_or_revision() {
     insta::assert_snapshot!("bundle_build_public_key", stderr);
     let out = build(dir.path(), "p.bundle", "two words");
     assert_eq!(out.status.code(), Some(1));
-    insta::assert_snapshot!("bundle_build_bad_revision", String::from_utf8_lossy(&out.stderr));
+    insta::assert_snapshot!(
+        "bundle_build_bad_revision",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// Each way a bundle can be wrong: (name, how it is made wrong).
@@ -285,9 +306,7 @@ fn verify_refuses_each_way_a_bundle_can_be_wrong() {
         ),
         (
             "signed_wrong_policy_list",
-            Box::new(|p| {
-                resign(p, |m, _| m["policies"] = serde_json::json!(["github"]))
-            }),
+            Box::new(|p| resign(p, |m, _| m["policies"] = serde_json::json!(["github"]))),
         ),
     ];
     for (name, spoil) in spoils {

@@ -23,10 +23,12 @@ mod common;
 
 #[cfg(feature = "cli")]
 mod authoring_cli;
-#[cfg(feature = "pipeline")]
-mod claude_command_hooks;
 #[cfg(feature = "cli")]
 mod bundle;
+#[cfg(all(feature = "cli", feature = "http"))]
+mod bundle_serve;
+#[cfg(feature = "pipeline")]
+mod claude_command_hooks;
 #[cfg(feature = "cli")]
 mod claude_hook;
 #[cfg(feature = "cli")]
