@@ -371,3 +371,70 @@ fn describe(e: &reqwest::Error) -> String {
     }
     text
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_location_is_a_file_url_or_an_http_url() {
+        assert!(matches!(
+            Location::parse("file:///srv/policy.bundle"),
+            Ok(Location::File(p)) if p == std::path::Path::new("/srv/policy.bundle")
+        ));
+        assert!(matches!(
+            Location::parse("https://policies.example/p.bundle"),
+            Ok(Location::Http(_))
+        ));
+        for bad in [
+            "file://relative/p.bundle",
+            "ftp://x/p.bundle",
+            "/srv/p.bundle",
+            "",
+        ] {
+            assert!(Location::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn failed_fetches_back_off_up_to_eight_intervals_and_refusals_do_not() {
+        let key = ed25519_dalek::SigningKey::from_bytes(&[7; 32]).verifying_key();
+        let feed = BundleFeed::new(
+            Location::File("/nonexistent/mcppol/p.bundle".into()),
+            key,
+            Duration::from_secs(2),
+        )
+        .unwrap();
+        let store = Store::empty(crate::LoadOptions::default());
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let mut waits = Vec::new();
+        for _ in 0..5 {
+            let e = runtime.block_on(feed.check(&store)).unwrap_err();
+            assert_eq!(e.step, Step::Read);
+            waits.push(feed.next_wait().as_secs());
+        }
+        assert_eq!(waits, [4, 8, 16, 16, 16]);
+        let status = feed.status_json();
+        assert_eq!(status["failures"], 5);
+        assert_eq!(status["revision"], Value::Null);
+        assert_eq!(status["last_error"]["step"], "read");
+        // A refused bundle (not a failed fetch) resets the backoff.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.bundle");
+        std::fs::write(&path, "{}").unwrap();
+        let feed = BundleFeed {
+            location: Location::File(path),
+            ..feed
+        };
+        let e = runtime.block_on(feed.check(&store)).unwrap_err();
+        assert_eq!(e.step, Step::Format);
+        assert_eq!(feed.next_wait(), Duration::from_secs(2));
+        // The same bytes again: nothing new, no second failure.
+        assert!(!runtime.block_on(feed.check(&store)).unwrap());
+        assert_eq!(feed.status_json()["failures"], 6);
+        assert_eq!(store.generation(), 0);
+    }
+}
