@@ -42,7 +42,9 @@ pub(crate) use build::{build, BuildOptions};
 #[cfg(feature = "http")]
 pub(crate) use feed::{BundleFeed, Location};
 pub(crate) use keys::{key_id, read_signing_key, read_verifying_key, write_keypair};
-pub(crate) use verify::{inspect, verify, Verified};
+#[cfg(feature = "http")]
+pub(crate) use verify::Verified;
+pub(crate) use verify::{inspect, verify};
 
 use serde::{Deserialize, Serialize};
 

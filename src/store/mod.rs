@@ -181,7 +181,7 @@ impl Store {
     /// Replaces every policy in force with those of a verified bundle, at
     /// once, stamped with its revision and digest; returns the new
     /// generation. Subscribers get one [`Swapped`] notice.
-    #[cfg(feature = "bundle")]
+    #[cfg(all(feature = "bundle", feature = "http"))]
     pub(crate) fn install_bundle(
         &self,
         stamp: BundleStamp,

@@ -9,9 +9,9 @@
 //! holds one file's part of a refresh.
 
 mod files;
-#[cfg(feature = "bundle")]
+#[cfg(all(feature = "bundle", feature = "http"))]
 mod install;
-#[cfg(feature = "bundle")]
+#[cfg(all(feature = "bundle", feature = "http"))]
 pub(crate) use install::BundledPolicy;
 
 use crate::diagnostics::codes;
@@ -38,7 +38,7 @@ pub(crate) enum Owner {
     File(PathBuf),
     Update,
     /// A file of the bundle in force (its path inside the bundle).
-    #[cfg(feature = "bundle")]
+    #[cfg(all(feature = "bundle", feature = "http"))]
     Bundle(String),
 }
 
@@ -436,7 +436,7 @@ impl Shared {
                         state.files.get(path).and_then(|f| f.error.clone()),
                     ),
                     Owner::Update => (None, state.update_errors.get(name).cloned()),
-                    #[cfg(feature = "bundle")]
+                    #[cfg(all(feature = "bundle", feature = "http"))]
                     Owner::Bundle(path) => (Some(PathBuf::from(path)), None),
                 };
                 PolicyStatus {
