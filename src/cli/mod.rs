@@ -3,6 +3,8 @@
 //! 2 usage errors and policies that do not load (`eval`).
 
 mod bundle;
+#[cfg(all(feature = "pipeline", feature = "http"))]
+mod bundle_source;
 mod check;
 mod claude_hook;
 #[cfg(feature = "pipeline")]

@@ -25,6 +25,8 @@ mod common;
 mod authoring_cli;
 #[cfg(feature = "cli")]
 mod bundle;
+#[cfg(all(feature = "cli", feature = "pipeline", feature = "http"))]
+mod bundle_front_doors;
 #[cfg(all(feature = "cli", feature = "http"))]
 mod bundle_serve;
 #[cfg(feature = "pipeline")]
