@@ -43,6 +43,9 @@ mod claude;
 #[cfg(feature = "cli")]
 mod cli;
 // `mcppol hook HOST`: every agent host's permission hook.
+// Signed policy bundles: `mcppol bundle`, and `--bundle` of the front doors.
+#[cfg(feature = "bundle")]
+mod bundle;
 mod compile;
 mod diagnostics;
 #[cfg(feature = "cli")]
@@ -153,8 +156,8 @@ pub use protected::Protected;
 pub use smol_str::SmolStr;
 #[cfg(feature = "store")]
 pub use store::{
-    FileStatus, LastError, PolicyStatus, Reloaded, Status, Store, StoreError, Swapped, Watch,
-    SUBSCRIBER_BACKLOG,
+    BundleStamp, FileStatus, LastError, PolicyStatus, Reloaded, Status, Store, StoreError, Swapped,
+    Watch, SUBSCRIBER_BACKLOG,
 };
 pub use syntax::MAX_FILE_BYTES;
 

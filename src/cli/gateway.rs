@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use clap::Args;
 
+#[cfg(feature = "http")]
+use super::bundle_source;
 use super::enforcing::{self, Enforcing, Files};
 use super::proxy::{init_logging, open_store};
 use super::usage_error;
@@ -20,8 +22,16 @@ use crate::servers::Servers;
 pub struct GatewayArgs {
     /// The policy file (watched: an edit takes effect on the next request,
     /// for every server at once).
-    #[arg(long, value_name = "FILE")]
-    policy: PathBuf,
+    #[cfg_attr(
+        feature = "http",
+        arg(long, value_name = "FILE", required_unless_present = "bundle")
+    )]
+    #[cfg_attr(not(feature = "http"), arg(long, value_name = "FILE", required = true))]
+    policy: Option<PathBuf>,
+    /// `--bundle URL --bundle-pub PEM [--bundle-poll SECS]`.
+    #[cfg(feature = "http")]
+    #[command(flatten)]
+    bundle: super::bundle_source::BundleFlags,
     /// Which policy of the file (needed when it holds several).
     #[arg(long, value_name = "POLICY")]
     name: Option<String>,
@@ -164,6 +174,26 @@ fn listen_addr(text: &str) -> Result<std::net::SocketAddr, String> {
     })
 }
 
+/// The store and the policy's name: from `--policy` (watched), or from
+/// `--bundle` (polled on `runtime`).
+fn open_policies(
+    runtime: &tokio::runtime::Runtime,
+    args: &GatewayArgs,
+) -> Result<(Arc<crate::Store>, String), u8> {
+    #[cfg(feature = "http")]
+    if let Some(url) = &args.bundle.bundle {
+        let (store, feed) = bundle_source::open(runtime, url, &args.bundle)?;
+        let name = bundle_source::pick_name(&store, url, args.name.as_deref())?;
+        bundle_source::start_polling(runtime, feed, Arc::clone(&store));
+        return Ok((store, name));
+    }
+    let _ = runtime;
+    match &args.policy {
+        Some(policy) => open_store(policy, args.name.as_deref()),
+        None => Err(usage_error("give --policy FILE or --bundle URL", None)),
+    }
+}
+
 pub fn run(args: GatewayArgs) -> u8 {
     init_logging();
     let servers = match Servers::read(&args.servers) {
@@ -180,7 +210,17 @@ pub fn run(args: GatewayArgs) -> u8 {
     if let Err(e) = gateway::check_names(&ids, &args.separator) {
         return usage_error(&e, None);
     }
-    let (store, name) = match open_store(&args.policy, args.name.as_deref()) {
+    // Built first: a bundle's first fetch runs on it, and its feed polls on
+    // it.
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => return usage_error(&format!("cannot start the runtime: {e}"), None),
+    };
+    let (store, name) = match open_policies(&runtime, &args) {
         Ok(opened) => opened,
         Err(status) => return status,
     };
@@ -193,7 +233,7 @@ pub fn run(args: GatewayArgs) -> u8 {
         Err(e) => return usage_error(&e, None),
     };
     let files = Files {
-        policy: &args.policy,
+        policy: args.policy.as_deref(),
         lock: args.lock.as_deref(),
         audit: args.audit.as_deref(),
         hooks: args.hooks.as_deref(),
@@ -207,6 +247,19 @@ pub fn run(args: GatewayArgs) -> u8 {
     } = match enforcing::set_up(&store, &files) {
         Ok(e) => e,
         Err(status) => return status,
+    };
+    #[cfg(feature = "http")]
+    let protected = {
+        let mut protected = protected;
+        if let Some(file) = args
+            .bundle
+            .bundle
+            .as_deref()
+            .and_then(bundle_source::local_file)
+        {
+            protected.file(&file);
+        }
+        protected
     };
     let config = Config {
         servers,
@@ -249,14 +302,6 @@ pub fn run(args: GatewayArgs) -> u8 {
             config.policy_name.clone(),
         )));
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => return usage_error(&format!("cannot start the runtime: {e}"), None),
-    };
     #[cfg(feature = "http")]
     if let (Some(addr), Some(metrics)) = (metrics_addr, config.metrics.clone()) {
         if let Err(e) = runtime.block_on(gateway::metrics::serve(metrics, addr)) {

@@ -11,6 +11,8 @@ use std::time::Duration;
 use clap::Args;
 
 use super::background_log::{Background, Flush};
+#[cfg(feature = "http")]
+use super::bundle_source;
 use super::enforcing::{self, Enforcing, Files};
 use super::{color, exit, usage_error};
 use crate::mcp::DEFAULT_MAX_LINE_BYTES;
@@ -22,8 +24,16 @@ use crate::LoadOptions;
 #[derive(Args, Debug)]
 pub struct ProxyArgs {
     /// The policy file (watched: an edit takes effect on the next request).
-    #[arg(long, value_name = "FILE")]
-    policy: PathBuf,
+    #[cfg_attr(
+        feature = "http",
+        arg(long, value_name = "FILE", required_unless_present = "bundle")
+    )]
+    #[cfg_attr(not(feature = "http"), arg(long, value_name = "FILE", required = true))]
+    policy: Option<PathBuf>,
+    /// `--bundle URL --bundle-pub PEM [--bundle-poll SECS]`.
+    #[cfg(feature = "http")]
+    #[command(flatten)]
+    bundle: super::bundle_source::BundleFlags,
     /// Which policy of the file (needed when it holds several).
     #[arg(long, value_name = "POLICY")]
     name: Option<String>,
@@ -243,6 +253,26 @@ fn launch(args: &mut ProxyArgs) -> Result<Launch, (String, Option<String>)> {
     }
 }
 
+/// The store and the policy's name: from `--policy` (watched), or from
+/// `--bundle` (polled on `runtime`).
+fn open_policies(
+    runtime: &tokio::runtime::Runtime,
+    args: &ProxyArgs,
+) -> Result<(Arc<Store>, String), u8> {
+    #[cfg(feature = "http")]
+    if let Some(url) = &args.bundle.bundle {
+        let (store, feed) = bundle_source::open(runtime, url, &args.bundle)?;
+        let name = bundle_source::pick_name(&store, url, args.name.as_deref())?;
+        bundle_source::start_polling(runtime, feed, Arc::clone(&store));
+        return Ok((store, name));
+    }
+    let _ = runtime;
+    match &args.policy {
+        Some(policy) => open_store(policy, args.name.as_deref()),
+        None => Err(usage_error("give --policy FILE or --bundle URL", None)),
+    }
+}
+
 pub fn run(mut args: ProxyArgs) -> u8 {
     // Kept to the end: every line logged is written before the exit.
     let _flush = init_background_logging();
@@ -256,7 +286,18 @@ pub fn run(mut args: ProxyArgs) -> u8 {
             Some("a server id is a non-empty name without `/`"),
         );
     }
-    let (store, name) = match open_store(&args.policy, args.name.as_deref()) {
+    // One thread: a call crosses no thread from the host's pipe to the
+    // server's and back (blocking work, such as an approver or a command
+    // hook, runs on tokio's blocking pool as before). Built first: a
+    // bundle's first fetch runs on it, and its feed polls on it.
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => return usage_error(&format!("cannot start the runtime: {e}"), None),
+    };
+    let (store, name) = match open_policies(&runtime, &args) {
         Ok(opened) => opened,
         Err(status) => return status,
     };
@@ -269,7 +310,7 @@ pub fn run(mut args: ProxyArgs) -> u8 {
         Err(e) => return usage_error(&e, None),
     };
     let files = Files {
-        policy: &args.policy,
+        policy: args.policy.as_deref(),
         lock: args.lock.as_deref(),
         audit: args.audit.as_deref(),
         hooks: args.hooks.as_deref(),
@@ -283,6 +324,19 @@ pub fn run(mut args: ProxyArgs) -> u8 {
     } = match enforcing::set_up(&store, &files) {
         Ok(e) => e,
         Err(status) => return status,
+    };
+    #[cfg(feature = "http")]
+    let protected = {
+        let mut protected = protected;
+        if let Some(file) = args
+            .bundle
+            .bundle
+            .as_deref()
+            .and_then(bundle_source::local_file)
+        {
+            protected.file(&file);
+        }
+        protected
     };
     let config = Config {
         session: Session {
@@ -303,16 +357,6 @@ pub fn run(mut args: ProxyArgs) -> u8 {
         env: launch.env,
         cwd: launch.cwd,
         grace: args.grace,
-    };
-    // One thread: a call crosses no thread from the host's pipe to the
-    // server's and back (blocking work, such as an approver or a command
-    // hook, runs on tokio's blocking pool as before).
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => return usage_error(&format!("cannot start the runtime: {e}"), None),
     };
     let status = runtime.block_on(proxy::run(config));
     // Tasks still blocked on the host's input do not hold the exit up.

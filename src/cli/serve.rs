@@ -20,6 +20,7 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path as UrlPath, State};
@@ -32,12 +33,13 @@ use serde_json::{json, Value};
 
 use super::request_file::parse_requests;
 use super::{exit, usage_error};
+use crate::bundle::{self, BundleFeed, Location};
 use crate::claude::event::MAX_INPUT_BYTES;
 use crate::claude::{run_hook, HookConfig, HookOutput};
 use crate::enforce::render::decision_json;
 use crate::hosts::{self, Host};
 use crate::http_auth::{Authenticator, JwtConfig, JwtVerifier, Principal, TokenFile};
-use crate::{LoadOptions, Policy, Store, Watch};
+use crate::{BundleStamp, LoadOptions, Policy, Store, Watch};
 
 /// The largest `/v1/decide` or `/v1/explain` body.
 const MAX_REQUEST_BODY: usize = 1 << 20;
@@ -46,8 +48,30 @@ const MAX_REQUEST_BODY: usize = 1 << 20;
 pub struct ServeArgs {
     /// The policy file or folder (every `*.mcppol` below it); reloaded when
     /// it changes.
-    #[arg(long, value_name = "PATH")]
-    pub policy: PathBuf,
+    #[arg(
+        long,
+        value_name = "PATH",
+        required_unless_present = "bundle",
+        conflicts_with = "bundle"
+    )]
+    pub policy: Option<PathBuf>,
+    /// Instead of --policy: a signed bundle (`mcppol bundle build`), an
+    /// http(s) URL or a `file:///` path, polled; each new revision is
+    /// verified with --bundle-pub and swapped in whole.
+    #[arg(long, value_name = "URL", requires = "bundle_pub")]
+    pub bundle: Option<String>,
+    /// The Ed25519 public key (PEM) every bundle must be signed with.
+    #[arg(long = "bundle-pub", value_name = "PEM", requires = "bundle")]
+    pub bundle_pub: Option<PathBuf>,
+    /// How often the bundle is checked, in seconds (at least 1; after a
+    /// failure the wait doubles, up to 8 times this).
+    #[arg(
+        long = "bundle-poll",
+        value_name = "SECS",
+        default_value_t = 30,
+        requires = "bundle"
+    )]
+    pub bundle_poll: u64,
     /// The policy the hooks enforce, when PATH holds several.
     #[arg(long, value_name = "POLICY")]
     pub name: Option<String>,
@@ -87,6 +111,8 @@ struct App {
     /// The budgets' counters: a `/v1/decide` allow takes from them (the
     /// host acts on it).
     budgets: Arc<dyn crate::Budgets>,
+    /// The bundle the policies come from (`--bundle`).
+    feed: Option<Arc<BundleFeed>>,
     name: Option<String>,
     hook: HookConfig,
     auth: Option<Authenticator>,
@@ -121,23 +147,34 @@ pub fn run(args: ServeArgs) -> u8 {
         }
         _ => None,
     };
-    let store = match Store::open([&args.policy], LoadOptions::default()) {
-        Ok(s) => s,
-        Err(e) => {
-            eprint!("{}", e.render(super::color()));
-            return exit::USAGE;
+    let (store, feed, policy_path) = match (&args.policy, &args.bundle) {
+        (Some(policy), _) => {
+            let store = match Store::open([policy], LoadOptions::default()) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprint!("{}", e.render(super::color()));
+                    return exit::USAGE;
+                }
+            };
+            if let Err(e) = store.watch(Watch::events()) {
+                eprint!("{}", e.render(super::color()));
+                return exit::USAGE;
+            }
+            (store, None, policy.clone())
         }
+        (None, Some(url)) => match runtime.block_on(first_bundle(url, &args)) {
+            Ok((store, feed)) => (store, Some(feed), PathBuf::from(format!("<bundle {url}>"))),
+            Err(status) => return status,
+        },
+        (None, None) => return usage_error("give --policy PATH or --bundle URL", None),
     };
-    if let Err(e) = store.watch(Watch::events()) {
-        eprint!("{}", e.render(super::color()));
-        return exit::USAGE;
-    }
     // One store for `/v1/decide` and every hook route.
     let budgets = Arc::new(crate::MemoryBudgets::new());
     let app = App {
+        feed,
         name: args.name.clone(),
         hook: HookConfig {
-            policy: args.policy.clone(),
+            policy: policy_path,
             name: args.name,
             servers: args.servers,
             builtin_server: String::new(),
@@ -146,6 +183,7 @@ pub fn run(args: ServeArgs) -> u8 {
             home: crate::claude::place::home_from_env(),
             preloaded: None,
             budgets: Some(budgets.clone()),
+            bundle: None,
         },
         store,
         budgets,
@@ -155,6 +193,34 @@ pub fn run(args: ServeArgs) -> u8 {
         return usage_error(&e, Some("give --name POLICY"));
     }
     runtime.block_on(serve(Arc::new(app), args.listen))
+}
+
+/// `--bundle`: the store of the first bundle, which must load (a replica
+/// never starts without a verified policy), and the feed that polls for
+/// the next ones.
+async fn first_bundle(url: &str, args: &ServeArgs) -> Result<(Store, Arc<BundleFeed>), u8> {
+    super::proxy::init_logging();
+    let location = Location::parse(url).map_err(|e| usage_error(&e, None))?;
+    let Some(key_path) = &args.bundle_pub else {
+        return Err(usage_error("--bundle needs --bundle-pub PEM", None));
+    };
+    let key = bundle::read_verifying_key(key_path).map_err(|e| {
+        eprint!("{}", e.render(super::color()));
+        exit::USAGE
+    })?;
+    let feed = BundleFeed::new(location, key, Duration::from_secs(args.bundle_poll))
+        .map_err(|e| usage_error(&e, None))?;
+    let store = Store::empty(LoadOptions::default());
+    if let Err(e) = feed.check(&store).await {
+        let mut e = e;
+        e.message = format!(
+            "--bundle {url}: no good bundle to start with: {}",
+            e.message
+        );
+        eprint!("{}", e.render(super::color()));
+        return Err(exit::USAGE);
+    }
+    Ok((store, Arc::new(feed)))
 }
 
 async fn serve(app: Arc<App>, addr: SocketAddr) -> u8 {
@@ -168,7 +234,11 @@ async fn serve(app: Arc<App>, addr: SocketAddr) -> u8 {
         .route("/v1/status", get(status))
         .route("/healthz", get(|| async { "ok\n" }))
         .layer(DefaultBodyLimit::max(MAX_REQUEST_BODY))
-        .with_state(app);
+        .with_state(Arc::clone(&app));
+    if let Some(feed) = app.feed.clone() {
+        let app = Arc::clone(&app);
+        tokio::spawn(async move { feed.poll(&app.store).await });
+    }
     let listener = match tokio::net::TcpListener::bind(addr).await {
         Ok(l) => l,
         Err(e) => return usage_error(&format!("cannot listen on {addr}: {e}"), None),
@@ -191,6 +261,11 @@ async fn serve(app: Arc<App>, addr: SocketAddr) -> u8 {
 
 /// The policy `name` (or `--name`, or the only one) from the store.
 fn pick(app: &App, name: Option<&str>) -> Result<Arc<Policy>, String> {
+    pick_stamped(app, name).map(|(policy, _)| policy)
+}
+
+/// The policy, and the bundle it came from (one snapshot of the store).
+fn pick_stamped(app: &App, name: Option<&str>) -> Result<Picked, String> {
     let name = match name.or(app.name.as_deref()) {
         Some(n) => n.to_string(),
         None => match app.store.names().as_slice() {
@@ -204,10 +279,14 @@ fn pick(app: &App, name: Option<&str>) -> Result<Arc<Policy>, String> {
             }
         },
     };
-    app.store
-        .get(&name)
-        .ok_or_else(|| format!("no policy `{name}` is loaded"))
+    match app.store.get_stamped(&name) {
+        (Some(policy), stamp) => Ok((policy, stamp)),
+        (None, _) => Err(format!("no policy `{name}` is loaded")),
+    }
 }
+
+/// A policy and the bundle stamp it was swapped in with.
+type Picked = (Arc<Policy>, Option<Arc<BundleStamp>>);
 
 /// A JSON body (one line) with `status` (axum's `json` feature is off).
 fn json_response(status: StatusCode, value: &Value) -> Response {
@@ -283,7 +362,10 @@ async fn hook(
     }
     // The store's policy (hot-reloaded); when it cannot be picked the hook
     // loads the file itself and refuses as it would.
-    config.preloaded = pick(&app, None).ok();
+    if let Ok((policy, stamp)) = pick_stamped(&app, None) {
+        config.preloaded = Some(policy);
+        config.bundle = stamp;
+    }
     let run = tokio::task::spawn_blocking(move || match host.spec() {
         Some(spec) => hosts::run(spec, &config, &body),
         None => run_hook(&config, &body),
@@ -333,7 +415,7 @@ fn request_of(
     app: &App,
     body: &[u8],
     who: Option<Principal>,
-) -> Result<(Arc<Policy>, crate::eval::owned::OwnedRequest), String> {
+) -> Result<(Picked, crate::eval::owned::OwnedRequest), String> {
     let mut value: Value =
         serde_json::from_slice(body).map_err(|e| format!("the body is not JSON: {e}"))?;
     let Some(object) = value.as_object_mut() else {
@@ -361,7 +443,7 @@ fn request_of(
         owned.principal = Some(who.name);
         owned.assigns = Some(who.assigns);
     }
-    Ok((pick(app, name.as_deref())?, owned))
+    Ok((pick_stamped(app, name.as_deref())?, owned))
 }
 
 /// `POST /v1/decide`: what `eval --format json` prints.
@@ -371,7 +453,7 @@ async fn decide(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) ->
         Err(refused) => return refused,
     };
     match request_of(&app, &body, who) {
-        Ok((policy, owned)) => {
+        Ok(((policy, stamp), owned)) => {
             let decision = owned.with_request(|request| policy.decide(request));
             // The host acts on an allow: it takes from the call's budgets.
             // An ask is only checked (the host settles it; serve never
@@ -393,7 +475,15 @@ async fn decide(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) ->
             } else {
                 decision
             };
-            json_response(StatusCode::OK, &decision_json(&decision))
+            let mut answer = decision_json(&decision);
+            // Running from a bundle: which revision decided.
+            if let (Some(stamp), Some(map)) = (stamp, answer.as_object_mut()) {
+                map.insert(
+                    "bundle".into(),
+                    json!({"revision": stamp.revision, "digest": stamp.digest}),
+                );
+            }
+            json_response(StatusCode::OK, &answer)
         }
         Err(e) => error(StatusCode::BAD_REQUEST, &e),
     }
@@ -406,7 +496,7 @@ async fn explain(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -
         Err(refused) => return refused,
     };
     match request_of(&app, &body, who) {
-        Ok((policy, owned)) => {
+        Ok(((policy, _), owned)) => {
             let explanation = owned.with_request(|request| policy.explain(request));
             let text = crate::escape::json_text(&explanation.to_json(&policy));
             let mut headers = HeaderMap::new();
@@ -426,5 +516,9 @@ async fn status(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     if let Err(refused) = caller(&app, &headers).await {
         return refused;
     }
-    json_response(StatusCode::OK, &app.store.status().to_json())
+    let mut status = app.store.status().to_json();
+    if let (Some(feed), Some(map)) = (&app.feed, status.as_object_mut()) {
+        map.insert("bundle".into(), feed.status_json());
+    }
+    json_response(StatusCode::OK, &status)
 }
