@@ -100,6 +100,17 @@ pub(super) fn pick_name(store: &Store, url: &str, name: Option<&str>) -> Result<
 
 /// The bundle file of a `file://` URL: a file no governed call may write,
 /// as a policy file is.
-pub(super) fn local_file(url: &str) -> Option<PathBuf> {
+fn local_file(url: &str) -> Option<PathBuf> {
     url.strip_prefix("file://").map(PathBuf::from)
+}
+
+/// `protected`, with the bundle file of a `file://` `--bundle` added.
+pub(super) fn protect_local(
+    flags: &BundleFlags,
+    mut protected: crate::protected::Protected,
+) -> crate::protected::Protected {
+    if let Some(file) = flags.bundle.as_deref().and_then(local_file) {
+        protected.file(&file);
+    }
+    protected
 }

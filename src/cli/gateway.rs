@@ -12,7 +12,7 @@ use clap::Args;
 #[cfg(feature = "http")]
 use super::bundle_source;
 use super::enforcing::{self, Enforcing, Files};
-use super::proxy::{init_logging, open_store};
+use super::proxy::{init_logging, open_policies};
 use super::usage_error;
 use crate::gateway::{self, Config, DEFAULT_SEPARATOR};
 use crate::mcp::DEFAULT_MAX_LINE_BYTES;
@@ -174,26 +174,6 @@ fn listen_addr(text: &str) -> Result<std::net::SocketAddr, String> {
     })
 }
 
-/// The store and the policy's name: from `--policy` (watched), or from
-/// `--bundle` (polled on `runtime`).
-fn open_policies(
-    runtime: &tokio::runtime::Runtime,
-    args: &GatewayArgs,
-) -> Result<(Arc<crate::Store>, String), u8> {
-    #[cfg(feature = "http")]
-    if let Some(url) = &args.bundle.bundle {
-        let (store, feed) = bundle_source::open(runtime, url, &args.bundle)?;
-        let name = bundle_source::pick_name(&store, url, args.name.as_deref())?;
-        bundle_source::start_polling(runtime, feed, Arc::clone(&store));
-        return Ok((store, name));
-    }
-    let _ = runtime;
-    match &args.policy {
-        Some(policy) => open_store(policy, args.name.as_deref()),
-        None => Err(usage_error("give --policy FILE or --bundle URL", None)),
-    }
-}
-
 pub fn run(args: GatewayArgs) -> u8 {
     init_logging();
     let servers = match Servers::read(&args.servers) {
@@ -220,7 +200,13 @@ pub fn run(args: GatewayArgs) -> u8 {
         Ok(r) => r,
         Err(e) => return usage_error(&format!("cannot start the runtime: {e}"), None),
     };
-    let (store, name) = match open_policies(&runtime, &args) {
+    let (store, name) = match open_policies(
+        &runtime,
+        args.policy.as_deref(),
+        args.name.as_deref(),
+        #[cfg(feature = "http")]
+        &args.bundle,
+    ) {
         Ok(opened) => opened,
         Err(status) => return status,
     };
@@ -249,18 +235,7 @@ pub fn run(args: GatewayArgs) -> u8 {
         Err(status) => return status,
     };
     #[cfg(feature = "http")]
-    let protected = {
-        let mut protected = protected;
-        if let Some(file) = args
-            .bundle
-            .bundle
-            .as_deref()
-            .and_then(bundle_source::local_file)
-        {
-            protected.file(&file);
-        }
-        protected
-    };
+    let protected = bundle_source::protect_local(&args.bundle, protected);
     let config = Config {
         servers,
         store,

@@ -166,7 +166,7 @@ pub(super) fn warn_unnamed_server(policy: &crate::Policy, name: &str, server_id:
 
 /// Opens the policy file and picks the policy `--name` names (or the only
 /// one); the usage error's status otherwise.
-pub(super) fn open_store(
+fn open_store(
     policy: &std::path::Path,
     name: Option<&str>,
 ) -> Result<(Arc<Store>, String), u8> {
@@ -253,22 +253,25 @@ fn launch(args: &mut ProxyArgs) -> Result<Launch, (String, Option<String>)> {
     }
 }
 
-/// The store and the policy's name: from `--policy` (watched), or from
-/// `--bundle` (polled on `runtime`).
-fn open_policies(
+/// The store and the policy's name of a relaying front door (the proxy,
+/// the gateway): from `--policy` (watched), or from `--bundle` (polled on
+/// `runtime`).
+pub(super) fn open_policies(
     runtime: &tokio::runtime::Runtime,
-    args: &ProxyArgs,
+    policy: Option<&std::path::Path>,
+    name: Option<&str>,
+    #[cfg(feature = "http")] bundle: &bundle_source::BundleFlags,
 ) -> Result<(Arc<Store>, String), u8> {
     #[cfg(feature = "http")]
-    if let Some(url) = &args.bundle.bundle {
-        let (store, feed) = bundle_source::open(runtime, url, &args.bundle)?;
-        let name = bundle_source::pick_name(&store, url, args.name.as_deref())?;
+    if let Some(url) = &bundle.bundle {
+        let (store, feed) = bundle_source::open(runtime, url, bundle)?;
+        let name = bundle_source::pick_name(&store, url, name)?;
         bundle_source::start_polling(runtime, feed, Arc::clone(&store));
         return Ok((store, name));
     }
     let _ = runtime;
-    match &args.policy {
-        Some(policy) => open_store(policy, args.name.as_deref()),
+    match policy {
+        Some(policy) => open_store(policy, name),
         None => Err(usage_error("give --policy FILE or --bundle URL", None)),
     }
 }
@@ -297,7 +300,13 @@ pub fn run(mut args: ProxyArgs) -> u8 {
         Ok(r) => r,
         Err(e) => return usage_error(&format!("cannot start the runtime: {e}"), None),
     };
-    let (store, name) = match open_policies(&runtime, &args) {
+    let (store, name) = match open_policies(
+        &runtime,
+        args.policy.as_deref(),
+        args.name.as_deref(),
+        #[cfg(feature = "http")]
+        &args.bundle,
+    ) {
         Ok(opened) => opened,
         Err(status) => return status,
     };
@@ -326,18 +335,7 @@ pub fn run(mut args: ProxyArgs) -> u8 {
         Err(status) => return status,
     };
     #[cfg(feature = "http")]
-    let protected = {
-        let mut protected = protected;
-        if let Some(file) = args
-            .bundle
-            .bundle
-            .as_deref()
-            .and_then(bundle_source::local_file)
-        {
-            protected.file(&file);
-        }
-        protected
-    };
+    let protected = bundle_source::protect_local(&args.bundle, protected);
     let config = Config {
         session: Session {
             server_id: launch.server_id,
