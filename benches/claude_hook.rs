@@ -12,37 +12,11 @@ use std::process::{Command, Stdio};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 
-const SESSION: &str = "5f0c8d2e-1b7a-4c39-9a51-0c6b2f1e7d11";
+#[path = "common/hook_policy.rs"]
+mod hook_policy;
+use hook_policy::policy;
 
-/// A policy of `n` rules in the shape of policies/claude-code.mcppol:
-/// shell regexes, `$CWD` paths, taint, MCP servers.
-fn policy(n: usize) -> String {
-    let mut out = String::from("policy bench {\n  default ask\n  allow_new_tools on\n");
-    let mut i = 0;
-    while i < n {
-        let rule = match i % 5 {
-            0 => format!(
-                "  deny shell_{i}: \"claude/Bash\" when args.command matches /\\bcmd{i}\\s+-[a-z]*f/\n"
-            ),
-            1 => format!(
-                "  deny edit_{i}: \"claude/Write\", \"claude/Edit\" when args.file_path escapes \"$CWD/area{i}\" and args.file_path matches /area{i}/\n"
-            ),
-            2 => format!("  deny send_{i}: \"server{i}/send_*\" when tainted(ignore: [\"docs\"])\n"),
-            3 => format!("  ask write_{i}: \"server{i}/create_*\", \"server{i}/update_*\"\n"),
-            _ => format!("  allow read_{i}: \"server{i}/get_*\", \"server{i}/list_*\"\n"),
-        };
-        out.push_str(&rule);
-        i += 1;
-    }
-    out.push_str(
-        "  allow edits: \"claude/Edit\", \"claude/Write\" when args.file_path inside \"$CWD\"\n",
-    );
-    out.push_str(
-        "  allow shell: \"claude/Bash\" when args.command matches /^(ls|cargo test)( |$)/\n",
-    );
-    out.push_str("}\n");
-    out
-}
+const SESSION: &str = "5f0c8d2e-1b7a-4c39-9a51-0c6b2f1e7d11";
 
 fn event(kind: &str, tool: &str, input: &str) -> Vec<u8> {
     format!(

@@ -1,5 +1,7 @@
 //! The relay side by side (issue 29): a raw JSON-RPC client times
-//! `tools/call` one at a time and 8 in flight against a server called
+//! `tools/call` one at a time, 8 in flight (one session) and from 64
+//! sessions at once (one call in flight each; each HTTP session its own,
+//! the stdio routes' one session with 64 in flight) against a server called
 //! directly, through `mcppol proxy` (stdio to stdio), through `mcppol
 //! gateway --listen` (stdio server, streamable HTTP host) and, when
 //! `MCPPOL_BENCH_MCP_PROXY` names its binary, through the `mcp-proxy`
@@ -43,6 +45,16 @@ policy bench {
 
 /// Calls in flight in the concurrent mode.
 const IN_FLIGHT: usize = 8;
+/// Host sessions at once in the sessions mode: one call in flight each,
+/// each HTTP session its own (for `mcppol gateway`, its own servers); the
+/// stdio routes have one session, with this many calls in flight.
+const SESSIONS: usize = 64;
+/// The modes: calls in flight, and how each is named in the printout.
+const MODES: [(usize, &str); 3] = [
+    (1, "one at a time"),
+    (IN_FLIGHT, "8 in flight (one HTTP session)"),
+    (SESSIONS, "64 sessions, one call in flight each"),
+];
 
 fn echo_server() {
     let stdin = std::io::stdin();
@@ -314,8 +326,9 @@ impl Http {
 /// How a route is reached.
 enum Wire {
     Stdio(Stdio_),
-    /// The relay's process and one connection per call in flight.
-    Http(Child, Vec<Http>),
+    /// The relay's process, one connection per call in flight of one
+    /// session, and one connection per session of the sessions mode.
+    Http(Child, Vec<Http>, Vec<Http>),
 }
 
 struct Route {
@@ -325,16 +338,16 @@ struct Route {
     /// The relay's process (none for the direct route).
     relay: Option<u32>,
     next_id: u64,
-    times: [Vec<Duration>; 2],
-    wall: [Duration; 2],
-    cpu_ns: [u64; 2],
+    times: [Vec<Duration>; 3],
+    wall: [Duration; 3],
+    cpu_ns: [u64; 3],
 }
 
 impl Route {
     fn new(name: &'static str, tool: &str, wire: Wire, relay: bool) -> Route {
         let pid = match &wire {
             Wire::Stdio(s) => s.child.id(),
-            Wire::Http(c, _) => c.id(),
+            Wire::Http(c, _, _) => c.id(),
         };
         Route {
             name,
@@ -342,26 +355,31 @@ impl Route {
             wire,
             relay: relay.then_some(pid),
             next_id: 1000,
-            times: [Vec::new(), Vec::new()],
-            wall: [Duration::ZERO; 2],
-            cpu_ns: [0; 2],
+            times: [Vec::new(), Vec::new(), Vec::new()],
+            wall: [Duration::ZERO; 3],
+            cpu_ns: [0; 3],
         }
     }
 
-    /// Times a block of `n` calls with `k` in flight (mode 0: one at a
-    /// time, 1: `IN_FLIGHT`), recording them unless `warm`.
+    /// Times a block of `n` calls in one of the [`MODES`], recording them
+    /// unless `warm`.
     fn block(&mut self, mode: usize, n: usize, warm: bool) {
-        let k = if mode == 0 { 1 } else { IN_FLIGHT };
+        let k = MODES[mode].0;
         let cpu = self.relay.map(cpu_ns);
         let started = Instant::now();
         let times = match &mut self.wire {
             Wire::Stdio(s) => s.calls(&self.tool, n, k),
-            Wire::Http(_, conns) => {
+            Wire::Http(_, conns, sessions) => {
+                let conns = if mode == 2 {
+                    &mut sessions[..]
+                } else {
+                    &mut conns[..k]
+                };
                 let base = self.next_id;
                 self.next_id += n as u64;
                 let tool = &self.tool;
                 std::thread::scope(|scope| {
-                    let handles: Vec<_> = conns[..k]
+                    let handles: Vec<_> = conns
                         .iter_mut()
                         .enumerate()
                         .map(|(c, conn)| {
@@ -401,7 +419,7 @@ impl Route {
 
 impl Drop for Route {
     fn drop(&mut self) {
-        if let Wire::Http(child, _) = &mut self.wire {
+        if let Wire::Http(child, _, _) = &mut self.wire {
             let _ = child.kill();
             let _ = child.wait();
         }
@@ -540,6 +558,7 @@ fn mcppol_routes(
         .arg("--servers")
         .arg(&servers)
         .args(["--listen", &format!("127.0.0.1:{port}")])
+        .args(["--max-sessions", &(SESSIONS + 1).to_string()])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(log(names[1])).unwrap())
@@ -597,14 +616,16 @@ fn mcp_proxy_route(routes: &mut Vec<Route>, server: &Server, dir: &Path) {
 }
 
 fn http_route(name: &'static str, tool: &str, child: Child, port: u16, path: &str) -> Route {
-    let first = Http::open(&format!("127.0.0.1:{port}"), path);
+    let addr = format!("127.0.0.1:{port}");
+    let first = Http::open(&addr, path);
     let mut conns: Vec<Http> = (1..IN_FLIGHT).map(|_| first.with_session()).collect();
     conns.insert(0, first);
-    Route::new(name, tool, Wire::Http(child, conns), true)
+    let sessions = (0..SESSIONS).map(|_| Http::open(&addr, path)).collect();
+    Route::new(name, tool, Wire::Http(child, conns, sessions), true)
 }
 
 fn report(server: &Server, routes: &[Route]) {
-    for (mode, label) in [(0, "one at a time"), (1, "8 in flight")] {
+    for (mode, (_, label)) in MODES.iter().enumerate() {
         let direct = {
             let mut d = routes[0].times[mode].clone();
             d.sort();
@@ -659,13 +680,14 @@ fn report(server: &Server, routes: &[Route]) {
 
 fn run(server: &Server, dir: &Path, policy: &Path, calls: usize) {
     let mut routes = routes(server, dir, policy);
-    let block = (calls / 10).max(IN_FLIGHT);
+    let block = (calls / 10).max(SESSIONS);
     for r in &mut routes {
-        r.block(0, block, true);
-        r.block(1, block, true);
+        for mode in 0..MODES.len() {
+            r.block(mode, block, true);
+        }
     }
     while routes[0].times[0].len() < calls {
-        for mode in [0, 1] {
+        for mode in 0..MODES.len() {
             for r in &mut routes {
                 r.block(mode, block, false);
             }
@@ -734,18 +756,45 @@ fn sessions(server: &Server, dir: &Path, policy: &Path, n: usize) {
         }
     }
     let all = rss_kib(gateway.id());
+    let children = children_of(gateway.id());
+    let children_kib: u64 = children.iter().map(|&pid| rss_kib(pid)).sum();
     println!(
         "
 mcppol gateway, {n} HTTP sessions in one process (each its own {} server): \
-         VmRSS {} KiB with 1, {} KiB with {n} ({:.0} KiB a session more), peak {} KiB",
+         VmRSS {} KiB with 1, {} KiB with {n} ({:.0} KiB a session more), peak {} KiB; \
+         its {} children (the servers) {} KiB in all ({:.0} KiB each)",
         server.id,
         one,
         all,
         (all.saturating_sub(one)) as f64 / (n - 1).max(1) as f64,
-        peak_rss_kib(gateway.id())
+        peak_rss_kib(gateway.id()),
+        children.len(),
+        children_kib,
+        children_kib as f64 / children.len().max(1) as f64
     );
     let _ = gateway.kill();
     let _ = gateway.wait();
+}
+
+/// The processes whose parent is `pid` (from `/proc/*/stat`).
+fn children_of(pid: u32) -> Vec<u32> {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    procs
+        .flatten()
+        .filter_map(|p| p.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&child| {
+            // `PID (COMM) STATE PPID ...`: the command may hold spaces.
+            std::fs::read_to_string(format!("/proc/{child}/stat"))
+                .ok()
+                .and_then(|s| {
+                    let rest = s.rsplit_once(')')?.1;
+                    rest.split_whitespace().nth(1)?.parse::<u32>().ok()
+                })
+                == Some(pid)
+        })
+        .collect()
 }
 
 fn everything() -> Option<PathBuf> {

@@ -43,6 +43,9 @@ mod claude;
 #[cfg(feature = "cli")]
 mod cli;
 // `mcppol hook HOST`: every agent host's permission hook.
+// Signed policy bundles: `mcppol bundle`, and `--bundle` of the front doors.
+#[cfg(feature = "bundle")]
+mod bundle;
 mod compile;
 mod diagnostics;
 #[cfg(feature = "cli")]
@@ -81,6 +84,8 @@ mod model;
 // host API with many types), compiled with the `pipeline` feature.
 #[cfg(feature = "pipeline")]
 pub mod mcp;
+#[cfg(feature = "otel")]
+mod otel;
 mod paths;
 #[cfg(feature = "pipeline")]
 pub mod pipeline;
@@ -151,8 +156,8 @@ pub use protected::Protected;
 pub use smol_str::SmolStr;
 #[cfg(feature = "store")]
 pub use store::{
-    FileStatus, LastError, PolicyStatus, Reloaded, Status, Store, StoreError, Swapped, Watch,
-    SUBSCRIBER_BACKLOG,
+    BundleStamp, FileStatus, LastError, PolicyStatus, Reloaded, Status, Store, StoreError, Swapped,
+    Watch, SUBSCRIBER_BACKLOG,
 };
 pub use syntax::MAX_FILE_BYTES;
 

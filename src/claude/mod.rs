@@ -69,6 +69,9 @@ pub struct HookConfig {
     /// it answers); `None` for a hook run as its own process, which keeps
     /// no counters and so denies what a budget matches.
     pub budgets: Option<std::sync::Arc<dyn crate::Budgets>>,
+    /// The bundle `preloaded` came from (`mcppol serve --bundle`): each
+    /// audit line then names its revision and digest.
+    pub bundle: Option<std::sync::Arc<crate::BundleStamp>>,
 }
 
 impl HookConfig {
@@ -84,6 +87,7 @@ impl HookConfig {
             home: place::home_from_env(),
             preloaded: None,
             budgets: None,
+            bundle: None,
         }
     }
 
@@ -228,7 +232,7 @@ pub fn run_hook(config: &HookConfig, input: &[u8]) -> HookOutput {
     };
     // A call refused before the policy decided is audited too.
     let outcome = record.unwrap_or_else(|| failed(config, &event));
-    match append_audit(path, &outcome) {
+    match append_audit(path, &outcome, config.bundle.as_deref()) {
         Ok(()) => out,
         Err(e) => HookOutput::permission(
             Verdict::Deny,
@@ -289,9 +293,16 @@ fn failed(config: &HookConfig, event: &Event) -> Outcome {
     )
 }
 
-/// Appends the audit line of `outcome` to `path` (created when missing).
-pub(crate) fn append_audit(path: &Path, outcome: &Outcome) -> std::io::Result<()> {
-    AuditFile::open(path)?.append(&AuditRecord::of(outcome))
+/// Appends the audit line of `outcome` to `path` (created when missing),
+/// naming the bundle the policy came from when there is one.
+pub(crate) fn append_audit(
+    path: &Path,
+    outcome: &Outcome,
+    bundle: Option<&crate::BundleStamp>,
+) -> std::io::Result<()> {
+    let record = AuditRecord::of(outcome)
+        .with_bundle(bundle.map(|b| (b.revision.as_str(), b.digest.as_str())));
+    AuditFile::open(path)?.append(&record)
 }
 
 /// Runs `f`; its error or panic becomes the event's failure output.

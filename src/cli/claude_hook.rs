@@ -62,6 +62,7 @@ pub fn run(args: ClaudeHookArgs) -> u8 {
         home: crate::claude::place::home_from_env(),
         preloaded: None,
         budgets: None,
+        bundle: None,
     };
     serve_stdio("mcppol claude-hook", |input| run_hook(&config, input))
 }

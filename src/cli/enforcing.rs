@@ -16,8 +16,9 @@ use crate::store::{Store, Watch};
 
 /// The files a relaying front door was given.
 pub(super) struct Files<'a> {
-    /// `--policy`: a file or a folder.
-    pub(super) policy: &'a Path,
+    /// `--policy`: a file or a folder; `None` with `--bundle` (the feed
+    /// swaps the policies in, nothing is watched).
+    pub(super) policy: Option<&'a Path>,
     /// `--lock`.
     pub(super) lock: Option<&'a Path>,
     /// `--audit`.
@@ -70,19 +71,21 @@ pub(super) fn set_up(store: &Store, files: &Files<'_>) -> Result<Enforcing, u8> 
             }
         }
     };
-    if let Err(e) = store.watch(Watch::events()) {
-        return Err(usage_error(
-            &format!("cannot watch `{}`: {e}", files.policy.display()),
-            None,
-        ));
+    if let Some(policy) = files.policy {
+        if let Err(e) = store.watch(Watch::events()) {
+            return Err(usage_error(
+                &format!("cannot watch `{}`: {e}", policy.display()),
+                None,
+            ));
+        }
     }
     // The fixed rule: no call writes what this front door enforces or
     // records.
     let mut protected = Protected::new();
-    if files.policy.is_dir() {
-        protected.folder(files.policy);
-    } else {
-        protected.policy_file(files.policy);
+    match files.policy {
+        Some(policy) if policy.is_dir() => protected.folder(policy),
+        Some(policy) => protected.policy_file(policy),
+        None => {}
     }
     for file in [files.lock, files.audit, files.hooks, files.servers]
         .into_iter()

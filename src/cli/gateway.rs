@@ -9,8 +9,10 @@ use std::time::Duration;
 
 use clap::Args;
 
+#[cfg(feature = "http")]
+use super::bundle_source;
 use super::enforcing::{self, Enforcing, Files};
-use super::proxy::{init_logging, open_store};
+use super::proxy::{init_logging, open_policies};
 use super::usage_error;
 use crate::gateway::{self, Config, DEFAULT_SEPARATOR};
 use crate::mcp::DEFAULT_MAX_LINE_BYTES;
@@ -20,8 +22,16 @@ use crate::servers::Servers;
 pub struct GatewayArgs {
     /// The policy file (watched: an edit takes effect on the next request,
     /// for every server at once).
-    #[arg(long, value_name = "FILE")]
-    policy: PathBuf,
+    #[cfg_attr(
+        feature = "http",
+        arg(long, value_name = "FILE", required_unless_present = "bundle")
+    )]
+    #[cfg_attr(not(feature = "http"), arg(long, value_name = "FILE", required = true))]
+    policy: Option<PathBuf>,
+    /// `--bundle URL --bundle-pub PEM [--bundle-poll SECS]`.
+    #[cfg(feature = "http")]
+    #[command(flatten)]
+    bundle: super::bundle_source::BundleFlags,
     /// Which policy of the file (needed when it holds several).
     #[arg(long, value_name = "POLICY")]
     name: Option<String>,
@@ -106,6 +116,14 @@ pub struct GatewayArgs {
     /// How long a server has to answer `initialize` when it starts.
     #[arg(long = "start-timeout", value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
     start_timeout: Duration,
+    /// How often a remote (HTTP) server is sent `ping`; one that does not
+    /// answer within --ping-timeout is marked down and reconnected (`0s`:
+    /// never).
+    #[arg(long = "ping-interval", value_name = "DURATION", default_value = "15s", value_parser = humantime::parse_duration)]
+    ping_interval: Duration,
+    /// How long a remote server has to answer a `ping`.
+    #[arg(long = "ping-timeout", value_name = "DURATION", default_value = "5s", value_parser = humantime::parse_duration)]
+    ping_timeout: Duration,
     /// How long a server has to answer a request.
     #[arg(long = "call-timeout", value_name = "DURATION", default_value = "10m", value_parser = humantime::parse_duration)]
     call_timeout: Duration,
@@ -120,6 +138,17 @@ pub struct GatewayArgs {
     /// this process's memory.
     #[arg(long, value_name = "URL")]
     state: Option<String>,
+    /// How long the taint of a host that speaks 2026-07-28 (no session)
+    /// is kept after its last result: it is its principal's.
+    #[arg(long = "taint-ttl", value_name = "DURATION", default_value = "8h", value_parser = humantime::parse_duration)]
+    taint_ttl: Duration,
+    /// Export one span per governed request, and the decision metrics, to
+    /// this OpenTelemetry collector (OTLP over HTTP: its base URL, such as
+    /// `http://127.0.0.1:4318`); without it, `OTEL_EXPORTER_OTLP_ENDPOINT`
+    /// (docs/fleet.md).
+    #[cfg(feature = "otel")]
+    #[arg(long = "otlp-endpoint", value_name = "URL")]
+    otlp_endpoint: Option<String>,
     /// Relay tool results as the servers sent them.
     #[arg(long = "no-shape")]
     no_shape: bool,
@@ -166,15 +195,36 @@ pub fn run(args: GatewayArgs) -> u8 {
     if let Err(e) = gateway::check_names(&ids, &args.separator) {
         return usage_error(&e, None);
     }
-    let (store, name) = match open_store(&args.policy, args.name.as_deref()) {
+    // Built first: a bundle's first fetch runs on it, and its feed polls on
+    // it.
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => return usage_error(&format!("cannot start the runtime: {e}"), None),
+    };
+    let (store, name) = match open_policies(
+        &runtime,
+        args.policy.as_deref(),
+        args.name.as_deref(),
+        #[cfg(feature = "http")]
+        &args.bundle,
+    ) {
         Ok(opened) => opened,
         Err(status) => return status,
     };
     if let Some(policy) = store.get(&name) {
         warn_unnamed_servers(&policy, &name, &ids);
     }
+    #[cfg(feature = "otel")]
+    let _otel = match crate::otel::install(args.otlp_endpoint.as_deref(), &store, &name) {
+        Ok(guard) => guard,
+        Err(e) => return usage_error(&e, None),
+    };
     let files = Files {
-        policy: &args.policy,
+        policy: args.policy.as_deref(),
         lock: args.lock.as_deref(),
         audit: args.audit.as_deref(),
         hooks: args.hooks.as_deref(),
@@ -189,6 +239,8 @@ pub fn run(args: GatewayArgs) -> u8 {
         Ok(e) => e,
         Err(status) => return status,
     };
+    #[cfg(feature = "http")]
+    let protected = bundle_source::protect_local(&args.bundle, protected);
     let config = Config {
         servers,
         store,
@@ -202,11 +254,15 @@ pub fn run(args: GatewayArgs) -> u8 {
         max_pending: args.max_pending.max(1),
         call_timeout: args.call_timeout,
         start_timeout: args.start_timeout,
+        ping_interval: args.ping_interval,
+        ping_timeout: args.ping_timeout,
         grace: args.grace,
         shape: (!args.no_shape).then_some(args.max_result_bytes),
         protected,
         principal: None,
         assigns: None,
+        taint_ttl: args.taint_ttl,
+        taint: None,
         session: None,
         budgets: Arc::new(crate::MemoryBudgets::new()),
         #[cfg(feature = "http")]
@@ -226,14 +282,6 @@ pub fn run(args: GatewayArgs) -> u8 {
             config.policy_name.clone(),
         )));
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => return usage_error(&format!("cannot start the runtime: {e}"), None),
-    };
     // The Redis connection manager runs on this runtime.
     let budgets = {
         let _entered = runtime.enter();

@@ -71,6 +71,7 @@ pub fn run(args: HookArgs) -> u8 {
         home: crate::claude::place::home_from_env(),
         preloaded: None,
         budgets: None,
+        bundle: None,
     };
     serve_stdio(&who, |input| hosts::run(spec, &config, input))
 }

@@ -2,6 +2,11 @@
 //! whatever the decision), 1 the input has errors (`check`, `fingerprint`),
 //! 2 usage errors and policies that do not load (`eval`).
 
+#[cfg(feature = "pipeline")]
+mod background_log;
+mod bundle;
+#[cfg(all(feature = "pipeline", feature = "http"))]
+mod bundle_source;
 mod check;
 mod claude_hook;
 #[cfg(feature = "pipeline")]
@@ -79,6 +84,9 @@ enum Command {
     /// Write the lock file of approved fingerprints from a `tools/list`
     /// listing, or with --check say what changed since.
     Lock(lock::LockArgs),
+    /// Signed policy bundles: build one from a folder, verify it, inspect
+    /// it, or make the key pair that signs it.
+    Bundle(bundle::BundleArgs),
     /// Rewrite policy files in the one canonical layout (comments kept), or
     /// with --check list those that are not.
     Fmt(fmt::FmtArgs),
@@ -170,6 +178,7 @@ pub fn main() -> ExitCode {
         Command::Test(args) => test::run(args),
         Command::Table(args) => table::run(args),
         Command::Lock(args) => lock::run(args),
+        Command::Bundle(args) => bundle::run(args),
         Command::Fmt(args) => fmt::run(args),
         #[cfg(feature = "pipeline")]
         Command::Proxy(args) => proxy::run(*args),

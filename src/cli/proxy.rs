@@ -10,6 +10,9 @@ use std::time::Duration;
 
 use clap::Args;
 
+use super::background_log::{Background, Flush};
+#[cfg(feature = "http")]
+use super::bundle_source;
 use super::enforcing::{self, Enforcing, Files};
 use super::{color, exit, usage_error};
 use crate::mcp::DEFAULT_MAX_LINE_BYTES;
@@ -21,8 +24,16 @@ use crate::LoadOptions;
 #[derive(Args, Debug)]
 pub struct ProxyArgs {
     /// The policy file (watched: an edit takes effect on the next request).
-    #[arg(long, value_name = "FILE")]
-    policy: PathBuf,
+    #[cfg_attr(
+        feature = "http",
+        arg(long, value_name = "FILE", required_unless_present = "bundle")
+    )]
+    #[cfg_attr(not(feature = "http"), arg(long, value_name = "FILE", required = true))]
+    policy: Option<PathBuf>,
+    /// `--bundle URL --bundle-pub PEM [--bundle-poll SECS]`.
+    #[cfg(feature = "http")]
+    #[command(flatten)]
+    bundle: super::bundle_source::BundleFlags,
     /// Which policy of the file (needed when it holds several).
     #[arg(long, value_name = "POLICY")]
     name: Option<String>,
@@ -76,6 +87,13 @@ pub struct ProxyArgs {
     /// The cap of a tool result shaped for the model (bytes of JSON).
     #[arg(long = "max-result-bytes", value_name = "N", default_value_t = crate::pipeline::DEFAULT_MAX_RESULT_BYTES)]
     max_result_bytes: usize,
+    /// Export one span per governed request, and the decision metrics, to
+    /// this OpenTelemetry collector (OTLP over HTTP: its base URL, such as
+    /// `http://127.0.0.1:4318`); without it, `OTEL_EXPORTER_OTLP_ENDPOINT`
+    /// (docs/fleet.md).
+    #[cfg(feature = "otel")]
+    #[arg(long = "otlp-endpoint", value_name = "URL")]
+    otlp_endpoint: Option<String>,
     /// The server command and its arguments (or --servers FILE --server
     /// NAME).
     #[arg(
@@ -89,15 +107,34 @@ pub struct ProxyArgs {
 /// Log lines on stderr through `tracing`; `MCPPOL_LOG` sets the level
 /// (`error`, `warn`, `info`, the default, `debug`, `trace`).
 pub(super) fn init_logging() {
-    let level = std::env::var("MCPPOL_LOG")
-        .ok()
-        .and_then(|l| l.parse::<tracing::Level>().ok())
-        .unwrap_or(tracing::Level::INFO);
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(color())
-        .with_max_level(level)
+        .with_max_level(log_level())
         .try_init();
+}
+
+fn log_level() -> tracing::Level {
+    std::env::var("MCPPOL_LOG")
+        .ok()
+        .and_then(|l| l.parse::<tracing::Level>().ok())
+        .unwrap_or(tracing::Level::INFO)
+}
+
+/// [`init_logging`], with the lines written to stderr by a thread of their
+/// own (`background_log.rs`): no call waits for stderr. What is queued is
+/// written when the returned guard is dropped, at the command's end.
+fn init_background_logging() -> Option<Flush> {
+    let Some((lines, flush)) = Background::start(std::io::stderr()) else {
+        init_logging();
+        return None;
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_writer(lines)
+        .with_ansi(color())
+        .with_max_level(log_level())
+        .try_init();
+    Some(flush)
 }
 
 /// Warns on stderr when no rule, `tools {}` pattern or setting of the
@@ -129,10 +166,7 @@ pub(super) fn warn_unnamed_server(policy: &crate::Policy, name: &str, server_id:
 
 /// Opens the policy file and picks the policy `--name` names (or the only
 /// one); the usage error's status otherwise.
-pub(super) fn open_store(
-    policy: &std::path::Path,
-    name: Option<&str>,
-) -> Result<(Arc<Store>, String), u8> {
+fn open_store(policy: &std::path::Path, name: Option<&str>) -> Result<(Arc<Store>, String), u8> {
     let store = match Store::open([policy], LoadOptions::default()) {
         Ok(s) => Arc::new(s),
         Err(e) => {
@@ -216,8 +250,32 @@ fn launch(args: &mut ProxyArgs) -> Result<Launch, (String, Option<String>)> {
     }
 }
 
+/// The store and the policy's name of a relaying front door (the proxy,
+/// the gateway): from `--policy` (watched), or from `--bundle` (polled on
+/// `runtime`).
+pub(super) fn open_policies(
+    runtime: &tokio::runtime::Runtime,
+    policy: Option<&std::path::Path>,
+    name: Option<&str>,
+    #[cfg(feature = "http")] bundle: &bundle_source::BundleFlags,
+) -> Result<(Arc<Store>, String), u8> {
+    #[cfg(feature = "http")]
+    if let Some(url) = &bundle.bundle {
+        let (store, feed) = bundle_source::open(runtime, url, bundle)?;
+        let name = bundle_source::pick_name(&store, url, name)?;
+        bundle_source::start_polling(runtime, feed, Arc::clone(&store));
+        return Ok((store, name));
+    }
+    let _ = runtime;
+    match policy {
+        Some(policy) => open_store(policy, name),
+        None => Err(usage_error("give --policy FILE or --bundle URL", None)),
+    }
+}
+
 pub fn run(mut args: ProxyArgs) -> u8 {
-    init_logging();
+    // Kept to the end: every line logged is written before the exit.
+    let _flush = init_background_logging();
     let launch = match launch(&mut args) {
         Ok(l) => l,
         Err((message, help)) => return usage_error(&message, help.as_deref()),
@@ -228,15 +286,37 @@ pub fn run(mut args: ProxyArgs) -> u8 {
             Some("a server id is a non-empty name without `/`"),
         );
     }
-    let (store, name) = match open_store(&args.policy, args.name.as_deref()) {
+    // One thread: a call crosses no thread from the host's pipe to the
+    // server's and back (blocking work, such as an approver or a command
+    // hook, runs on tokio's blocking pool as before). Built first: a
+    // bundle's first fetch runs on it, and its feed polls on it.
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => return usage_error(&format!("cannot start the runtime: {e}"), None),
+    };
+    let (store, name) = match open_policies(
+        &runtime,
+        args.policy.as_deref(),
+        args.name.as_deref(),
+        #[cfg(feature = "http")]
+        &args.bundle,
+    ) {
         Ok(opened) => opened,
         Err(status) => return status,
     };
     if let Some(policy) = store.get(&name) {
         warn_unnamed_server(&policy, &name, &launch.server_id);
     }
+    #[cfg(feature = "otel")]
+    let _otel = match crate::otel::install(args.otlp_endpoint.as_deref(), &store, &name) {
+        Ok(guard) => guard,
+        Err(e) => return usage_error(&e, None),
+    };
     let files = Files {
-        policy: &args.policy,
+        policy: args.policy.as_deref(),
         lock: args.lock.as_deref(),
         audit: args.audit.as_deref(),
         hooks: args.hooks.as_deref(),
@@ -251,6 +331,8 @@ pub fn run(mut args: ProxyArgs) -> u8 {
         Ok(e) => e,
         Err(status) => return status,
     };
+    #[cfg(feature = "http")]
+    let protected = bundle_source::protect_local(&args.bundle, protected);
     let config = Config {
         session: Session {
             server_id: launch.server_id,
@@ -270,16 +352,6 @@ pub fn run(mut args: ProxyArgs) -> u8 {
         env: launch.env,
         cwd: launch.cwd,
         grace: args.grace,
-    };
-    // One thread: a call crosses no thread from the host's pipe to the
-    // server's and back (blocking work, such as an approver or a command
-    // hook, runs on tokio's blocking pool as before).
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => return usage_error(&format!("cannot start the runtime: {e}"), None),
     };
     let status = runtime.block_on(proxy::run(config));
     // Tasks still blocked on the host's input do not hold the exit up.

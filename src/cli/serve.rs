@@ -10,14 +10,17 @@
 //! - `GET /v1/status` (the store's status) and `GET /healthz`.
 //!
 //! Policies hot-reload through the [`Store`](crate::Store); bodies are
-//! bounded. With `--tokens FILE` every route but `/healthz` needs a bearer
-//! token of the file (`crate::http_auth`), and a `/v1/decide` or
-//! `/v1/explain` request is made for the token's principal; without it,
-//! `serve` listens on loopback only.
+//! bounded. With `--tokens FILE`, or `--jwks FILE_OR_URL --issuer ISS
+//! --audience AUD` as the gateway takes them, every route but `/healthz`
+//! needs a bearer token (`crate::http_auth`: a token of the file, or a JWT
+//! the key set verifies), and a `/v1/decide` or `/v1/explain` request is
+//! made for the token's principal and assigns; without either, `serve`
+//! listens on loopback only.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path as UrlPath, State};
@@ -30,12 +33,13 @@ use serde_json::{json, Value};
 
 use super::request_file::parse_requests;
 use super::{exit, usage_error};
+use crate::bundle::{self, BundleFeed, Location};
 use crate::claude::event::MAX_INPUT_BYTES;
 use crate::claude::{run_hook, HookConfig, HookOutput};
 use crate::enforce::render::decision_json;
 use crate::hosts::{self, Host};
-use crate::http_auth::{Authenticator, Principal, TokenFile};
-use crate::{LoadOptions, Policy, Store, Watch};
+use crate::http_auth::{Authenticator, JwtConfig, JwtVerifier, Principal, TokenFile};
+use crate::{BundleStamp, LoadOptions, Policy, Store, Watch};
 
 /// The largest `/v1/decide` or `/v1/explain` body.
 const MAX_REQUEST_BODY: usize = 1 << 20;
@@ -44,12 +48,35 @@ const MAX_REQUEST_BODY: usize = 1 << 20;
 pub struct ServeArgs {
     /// The policy file or folder (every `*.mcppol` below it); reloaded when
     /// it changes.
-    #[arg(long, value_name = "PATH")]
-    pub policy: PathBuf,
+    #[arg(
+        long,
+        value_name = "PATH",
+        required_unless_present = "bundle",
+        conflicts_with = "bundle"
+    )]
+    pub policy: Option<PathBuf>,
+    /// Instead of --policy: a signed bundle (`mcppol bundle build`), an
+    /// http(s) URL or a `file:///` path, polled; each new revision is
+    /// verified with --bundle-pub and swapped in whole.
+    #[arg(long, value_name = "URL", requires = "bundle_pub")]
+    pub bundle: Option<String>,
+    /// The Ed25519 public key (PEM) every bundle must be signed with.
+    #[arg(long = "bundle-pub", value_name = "PEM", requires = "bundle")]
+    pub bundle_pub: Option<PathBuf>,
+    /// How often the bundle is checked, in seconds (at least 1; after a
+    /// failure the wait doubles, up to 8 times this).
+    #[arg(
+        long = "bundle-poll",
+        value_name = "SECS",
+        default_value_t = 30,
+        requires = "bundle"
+    )]
+    pub bundle_poll: u64,
     /// The policy the hooks enforce, when PATH holds several.
     #[arg(long, value_name = "POLICY")]
     pub name: Option<String>,
-    /// The address to listen on; one other than loopback needs --tokens.
+    /// The address to listen on; one other than loopback needs --tokens or
+    /// --jwks.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8181")]
     pub listen: SocketAddr,
     /// The MCP server ids, comma-separated (see `mcppol hook --servers`).
@@ -67,10 +94,21 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     pub audit: Option<PathBuf>,
     /// The bearer tokens callers must send (a tokens file: see
-    /// docs/hosts.md); required to listen on an address other than
-    /// loopback.
-    #[arg(long, value_name = "FILE")]
+    /// docs/hosts.md); this or --jwks is required to listen on an address
+    /// other than loopback.
+    #[arg(long, value_name = "FILE", conflicts_with = "jwks")]
     pub tokens: Option<PathBuf>,
+    /// Callers send JWTs verified against this JWKS (a file or an https
+    /// URL), as `mcppol gateway --jwks` does; needs --issuer and
+    /// --audience.
+    #[arg(long, value_name = "FILE_OR_URL", requires_all = ["issuer", "audience"])]
+    pub jwks: Option<String>,
+    /// The JWTs' `iss`.
+    #[arg(long, value_name = "ISS", requires = "jwks")]
+    pub issuer: Option<String>,
+    /// The JWTs' `aud`.
+    #[arg(long, value_name = "AUD", requires = "jwks")]
+    pub audience: Option<String>,
 }
 
 struct App {
@@ -78,35 +116,19 @@ struct App {
     /// The budgets' counters: a `/v1/decide` allow takes from them (the
     /// host acts on it).
     budgets: Arc<dyn crate::Budgets>,
+    /// The bundle the policies come from (`--bundle`).
+    feed: Option<Arc<BundleFeed>>,
     name: Option<String>,
     hook: HookConfig,
     auth: Option<Authenticator>,
 }
 
 pub fn run(args: ServeArgs) -> u8 {
-    if !args.listen.ip().is_loopback() && args.tokens.is_none() {
+    if !args.listen.ip().is_loopback() && args.tokens.is_none() && args.jwks.is_none() {
         return usage_error(
-            &format!("--listen {}: not a loopback address, and no --tokens", args.listen),
-            Some("without bearer tokens mcppol serve answers anyone who can reach it: listen on 127.0.0.1 or ::1, or give --tokens FILE"),
+            &format!("--listen {}: not a loopback address, and no --tokens or --jwks", args.listen),
+            Some("without bearer tokens mcppol serve answers anyone who can reach it: listen on 127.0.0.1 or ::1, or give --tokens FILE or --jwks FILE_OR_URL --issuer ISS --audience AUD"),
         );
-    }
-    let auth = match &args.tokens {
-        Some(path) => match TokenFile::read(path) {
-            Ok(tokens) => Some(Authenticator::Tokens(tokens)),
-            Err(e) => return usage_error(&format!("--tokens: {e}"), None),
-        },
-        None => None,
-    };
-    let store = match Store::open([&args.policy], LoadOptions::default()) {
-        Ok(s) => s,
-        Err(e) => {
-            eprint!("{}", e.render(super::color()));
-            return exit::USAGE;
-        }
-    };
-    if let Err(e) = store.watch(Watch::events()) {
-        eprint!("{}", e.render(super::color()));
-        return exit::USAGE;
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -114,6 +136,42 @@ pub fn run(args: ServeArgs) -> u8 {
     {
         Ok(r) => r,
         Err(e) => return usage_error(&format!("cannot start the runtime: {e}"), None),
+    };
+    let auth = match (&args.tokens, &args.jwks, &args.issuer, &args.audience) {
+        (Some(path), ..) => match TokenFile::read(path) {
+            Ok(tokens) => Some(Authenticator::Tokens(tokens)),
+            Err(e) => return usage_error(&format!("--tokens: {e}"), None),
+        },
+        // The gateway's verifier, read once now (a key set that cannot be
+        // read is a usage error, before anything listens).
+        (None, Some(jwks), Some(issuer), Some(audience)) => {
+            match runtime.block_on(JwtVerifier::new(JwtConfig::new(jwks, issuer, audience))) {
+                Ok(verifier) => Some(Authenticator::Jwt(verifier)),
+                Err(e) => return usage_error(&format!("--jwks: {e}"), None),
+            }
+        }
+        _ => None,
+    };
+    let (store, feed, policy_path) = match (&args.policy, &args.bundle) {
+        (Some(policy), _) => {
+            let store = match Store::open([policy], LoadOptions::default()) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprint!("{}", e.render(super::color()));
+                    return exit::USAGE;
+                }
+            };
+            if let Err(e) = store.watch(Watch::events()) {
+                eprint!("{}", e.render(super::color()));
+                return exit::USAGE;
+            }
+            (store, None, policy.clone())
+        }
+        (None, Some(url)) => match runtime.block_on(first_bundle(url, &args)) {
+            Ok((store, feed)) => (store, Some(feed), PathBuf::from(format!("<bundle {url}>"))),
+            Err(status) => return status,
+        },
+        (None, None) => return usage_error("give --policy PATH or --bundle URL", None),
     };
     // One store for `/v1/decide` and every hook route (a Redis connection
     // manager runs on this runtime).
@@ -126,9 +184,10 @@ pub fn run(args: ServeArgs) -> u8 {
         Err(e) => return usage_error(&e, None),
     };
     let app = App {
+        feed,
         name: args.name.clone(),
         hook: HookConfig {
-            policy: args.policy.clone(),
+            policy: policy_path,
             name: args.name,
             servers: args.servers,
             builtin_server: String::new(),
@@ -137,6 +196,7 @@ pub fn run(args: ServeArgs) -> u8 {
             home: crate::claude::place::home_from_env(),
             preloaded: None,
             budgets: Some(budgets.clone()),
+            bundle: None,
         },
         store,
         budgets,
@@ -146,6 +206,34 @@ pub fn run(args: ServeArgs) -> u8 {
         return usage_error(&e, Some("give --name POLICY"));
     }
     runtime.block_on(serve(Arc::new(app), args.listen))
+}
+
+/// `--bundle`: the store of the first bundle, which must load (a replica
+/// never starts without a verified policy), and the feed that polls for
+/// the next ones.
+async fn first_bundle(url: &str, args: &ServeArgs) -> Result<(Store, Arc<BundleFeed>), u8> {
+    super::proxy::init_logging();
+    let location = Location::parse(url).map_err(|e| usage_error(&e, None))?;
+    let Some(key_path) = &args.bundle_pub else {
+        return Err(usage_error("--bundle needs --bundle-pub PEM", None));
+    };
+    let key = bundle::read_verifying_key(key_path).map_err(|e| {
+        eprint!("{}", e.render(super::color()));
+        exit::USAGE
+    })?;
+    let feed = BundleFeed::new(location, key, Duration::from_secs(args.bundle_poll))
+        .map_err(|e| usage_error(&e, None))?;
+    let store = Store::empty(LoadOptions::default());
+    if let Err(e) = feed.check(&store).await {
+        let mut e = e;
+        e.message = format!(
+            "--bundle {url}: no good bundle to start with: {}",
+            e.message
+        );
+        eprint!("{}", e.render(super::color()));
+        return Err(exit::USAGE);
+    }
+    Ok((store, Arc::new(feed)))
 }
 
 async fn serve(app: Arc<App>, addr: SocketAddr) -> u8 {
@@ -159,7 +247,11 @@ async fn serve(app: Arc<App>, addr: SocketAddr) -> u8 {
         .route("/v1/status", get(status))
         .route("/healthz", get(|| async { "ok\n" }))
         .layer(DefaultBodyLimit::max(MAX_REQUEST_BODY))
-        .with_state(app);
+        .with_state(Arc::clone(&app));
+    if let Some(feed) = app.feed.clone() {
+        let app = Arc::clone(&app);
+        tokio::spawn(async move { feed.poll(&app.store).await });
+    }
     let listener = match tokio::net::TcpListener::bind(addr).await {
         Ok(l) => l,
         Err(e) => return usage_error(&format!("cannot listen on {addr}: {e}"), None),
@@ -182,6 +274,11 @@ async fn serve(app: Arc<App>, addr: SocketAddr) -> u8 {
 
 /// The policy `name` (or `--name`, or the only one) from the store.
 fn pick(app: &App, name: Option<&str>) -> Result<Arc<Policy>, String> {
+    pick_stamped(app, name).map(|(policy, _)| policy)
+}
+
+/// The policy, and the bundle it came from (one snapshot of the store).
+fn pick_stamped(app: &App, name: Option<&str>) -> Result<Picked, String> {
     let name = match name.or(app.name.as_deref()) {
         Some(n) => n.to_string(),
         None => match app.store.names().as_slice() {
@@ -195,10 +292,14 @@ fn pick(app: &App, name: Option<&str>) -> Result<Arc<Policy>, String> {
             }
         },
     };
-    app.store
-        .get(&name)
-        .ok_or_else(|| format!("no policy `{name}` is loaded"))
+    match app.store.get_stamped(&name) {
+        (Some(policy), stamp) => Ok((policy, stamp)),
+        (None, _) => Err(format!("no policy `{name}` is loaded")),
+    }
 }
+
+/// A policy and the bundle stamp it was swapped in with.
+type Picked = (Arc<Policy>, Option<Arc<BundleStamp>>);
 
 /// A JSON body (one line) with `status` (axum's `json` feature is off).
 fn json_response(status: StatusCode, value: &Value) -> Response {
@@ -214,7 +315,7 @@ fn error(status: StatusCode, message: &str) -> Response {
     json_response(status, &json!({ "error": message }))
 }
 
-/// The caller, when `--tokens` is given: `Ok(None)` without it, a 401
+/// The caller, when `--tokens` or `--jwks` is given: `Ok(None)` without it, a 401
 /// (with its `WWW-Authenticate`) for a missing or bad token.
 async fn caller(app: &App, headers: &HeaderMap) -> Result<Option<Principal>, Response> {
     let Some(auth) = &app.auth else {
@@ -274,7 +375,10 @@ async fn hook(
     }
     // The store's policy (hot-reloaded); when it cannot be picked the hook
     // loads the file itself and refuses as it would.
-    config.preloaded = pick(&app, None).ok();
+    if let Ok((policy, stamp)) = pick_stamped(&app, None) {
+        config.preloaded = Some(policy);
+        config.bundle = stamp;
+    }
     let run = tokio::task::spawn_blocking(move || match host.spec() {
         Some(spec) => hosts::run(spec, &config, &body),
         None => run_hook(&config, &body),
@@ -324,7 +428,7 @@ fn request_of(
     app: &App,
     body: &[u8],
     who: Option<Principal>,
-) -> Result<(Arc<Policy>, crate::eval::owned::OwnedRequest), String> {
+) -> Result<(Picked, crate::eval::owned::OwnedRequest), String> {
     let mut value: Value =
         serde_json::from_slice(body).map_err(|e| format!("the body is not JSON: {e}"))?;
     let Some(object) = value.as_object_mut() else {
@@ -352,7 +456,7 @@ fn request_of(
         owned.principal = Some(who.name);
         owned.assigns = Some(who.assigns);
     }
-    Ok((pick(app, name.as_deref())?, owned))
+    Ok((pick_stamped(app, name.as_deref())?, owned))
 }
 
 /// `POST /v1/decide`: what `eval --format json` prints.
@@ -362,7 +466,7 @@ async fn decide(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) ->
         Err(refused) => return refused,
     };
     match request_of(&app, &body, who) {
-        Ok((policy, owned)) => {
+        Ok(((policy, stamp), owned)) => {
             let decision = owned.with_request(|request| policy.decide(request));
             // The host acts on an allow: it takes from the call's budgets.
             // An ask is only checked (the host settles it; serve never
@@ -384,7 +488,15 @@ async fn decide(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) ->
             } else {
                 decision
             };
-            json_response(StatusCode::OK, &decision_json(&decision))
+            let mut answer = decision_json(&decision);
+            // Running from a bundle: which revision decided.
+            if let (Some(stamp), Some(map)) = (stamp, answer.as_object_mut()) {
+                map.insert(
+                    "bundle".into(),
+                    json!({"revision": stamp.revision, "digest": stamp.digest}),
+                );
+            }
+            json_response(StatusCode::OK, &answer)
         }
         Err(e) => error(StatusCode::BAD_REQUEST, &e),
     }
@@ -397,7 +509,7 @@ async fn explain(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -
         Err(refused) => return refused,
     };
     match request_of(&app, &body, who) {
-        Ok((policy, owned)) => {
+        Ok(((policy, _), owned)) => {
             let explanation = owned.with_request(|request| policy.explain(request));
             let text = crate::escape::json_text(&explanation.to_json(&policy));
             let mut headers = HeaderMap::new();
@@ -417,5 +529,9 @@ async fn status(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     if let Err(refused) = caller(&app, &headers).await {
         return refused;
     }
-    json_response(StatusCode::OK, &app.store.status().to_json())
+    let mut status = app.store.status().to_json();
+    if let (Some(feed), Some(map)) = (&app.feed, status.as_object_mut()) {
+        map.insert("bundle".into(), feed.status_json());
+    }
+    json_response(StatusCode::OK, &status)
 }

@@ -62,6 +62,10 @@ pub struct AuditRecord<'a> {
     /// gateway's bearer token or JWT); the line has no `principal` key
     /// otherwise.
     pub principal: Option<&'a str>,
+    /// The revision and digest of the signed bundle the policy came from,
+    /// when the front door runs from one (`--bundle`); the line has no
+    /// `bundle` key otherwise.
+    pub bundle: Option<(&'a str, &'a str)>,
 }
 
 impl<'a> AuditRecord<'a> {
@@ -79,7 +83,15 @@ impl<'a> AuditRecord<'a> {
             approval: outcome.settled.as_str(),
             args_digest: outcome.args_digest.as_deref(),
             principal: None,
+            bundle: None,
         }
+    }
+
+    /// The same line, naming the bundle (revision, digest) the policy came
+    /// from.
+    pub fn with_bundle(mut self, bundle: Option<(&'a str, &'a str)>) -> Self {
+        self.bundle = bundle;
+        self
     }
 
     /// The same line, naming who the request was made for.
@@ -107,6 +119,12 @@ impl<'a> AuditRecord<'a> {
         });
         if let (Some(principal), Some(map)) = (self.principal, line.as_object_mut()) {
             map.insert("principal".into(), Value::from(principal));
+        }
+        if let (Some((revision, digest)), Some(map)) = (self.bundle, line.as_object_mut()) {
+            map.insert(
+                "bundle".into(),
+                json!({ "revision": revision, "digest": digest }),
+            );
         }
         line
     }

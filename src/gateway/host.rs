@@ -151,6 +151,31 @@ fn start(gw: &Arc<Shared>, request: Request) {
     let (task_gw, task_handle) = (gw.clone(), handle.clone());
     let task = tokio::spawn(async move {
         let id = request.id.clone();
+        #[cfg(feature = "otel")]
+        let (outcome, spans) = {
+            let meta = || {
+                Some(crate::otel::RequestMeta {
+                    method: crate::otel::governed(&request.method)?,
+                    request_id: request.id.to_string(),
+                    transport: if task_gw.session.is_some() {
+                        "tcp"
+                    } else {
+                        "pipe"
+                    },
+                    session_id: task_gw.session.as_deref().map(crate::otel::session_digest),
+                    protocol_version: task_gw.protocol.get().cloned(),
+                })
+            };
+            // Made only while an exporter runs (the request moves below).
+            let meta = crate::otel::active().then(meta).flatten();
+            crate::otel::traced(
+                meta,
+                |out: &Result<Value, RpcError>| out.as_ref().err().map(|e| e.code.to_string()),
+                requests::serve(&task_gw, request, &task_handle),
+            )
+            .await
+        };
+        #[cfg(not(feature = "otel"))]
         let outcome = requests::serve(&task_gw, request, &task_handle).await;
         let mine = {
             let mut inflight = Shared::lock(&task_gw.inflight);
@@ -161,6 +186,13 @@ fn start(gw: &Arc<Shared>, request: Request) {
         };
         if mine {
             task_gw.host.respond(id, outcome).await;
+        }
+        // After the answer is written (the writer is another task, on
+        // the proxy's one thread too): the spans cost the host nothing.
+        #[cfg(feature = "otel")]
+        if let Some(spans) = spans {
+            tokio::task::yield_now().await;
+            spans.emit();
         }
     });
     inflight.insert(

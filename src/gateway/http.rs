@@ -8,8 +8,12 @@
 //!   `202 Accepted`.
 //! - `initialize` opens a session (`Mcp-Session-Id` in the answer's
 //!   headers), required on every later request: a missing one is `400`, an
-//!   unknown or expired one `404`. `DELETE` ends it; `GET` is `405` (no
-//!   stream without a request).
+//!   unknown or expired one `404`. `DELETE` ends it.
+//! - `GET` (with the session id, accepting `text/event-stream`) opens the
+//!   session's one stream for what is no request's: a server's
+//!   `list_changed`, a resource update (`http_session::Outbox`). A second
+//!   while one is open is `409`; a reader too slow for its bounded queue
+//!   loses the stream.
 //! - Before anything else: the bearer token, when `--tokens` or `--jwks`
 //!   is set (`401`), and the `Origin` check against DNS rebinding: a
 //!   browser's request from an origin that is not this machine's is `403`
@@ -20,6 +24,9 @@
 //!
 //! Each session is a whole gateway session (`http_session.rs`): its own
 //! servers, its own taint, its caller's principal.
+//!
+//! A host that speaks 2026-07-28 has no session: its requests are
+//! `http_stateless.rs`'s.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -36,6 +43,8 @@ use axum::Router;
 use serde_json::{json, Value};
 
 use super::http_session::HttpSession;
+use super::stateless;
+use super::taint::Taint;
 use super::Config;
 use crate::http_auth::Authenticator;
 
@@ -56,13 +65,21 @@ pub(crate) struct HttpConfig {
     pub(crate) auth: Option<Authenticator>,
 }
 
-struct App {
+pub(super) struct App {
     config: Config,
-    http: HttpConfig,
-    sessions: Mutex<HashMap<String, Arc<HttpSession>>>,
+    pub(super) http: HttpConfig,
+    pub(super) sessions: Mutex<HashMap<String, Arc<HttpSession>>>,
+    /// Stateless (2026-07-28) hosts' gateway sessions, one a principal
+    /// (`None`: the anonymous caller).
+    pub(super) stateless: Mutex<HashMap<Option<String>, Arc<HttpSession>>>,
+    /// Stateless principals' taint: it outlives their sessions, and is
+    /// dropped once expired with no session left.
+    pub(super) taints: Mutex<HashMap<Option<String>, Arc<Taint>>>,
+    /// The ids stateless requests are sent to their session under.
+    pub(super) next_id: std::sync::atomic::AtomicU64,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
@@ -83,6 +100,9 @@ pub(crate) async fn run(config: Config, http: HttpConfig) -> u8 {
         config,
         http,
         sessions: Mutex::default(),
+        stateless: Mutex::default(),
+        taints: Mutex::default(),
+        next_id: std::sync::atomic::AtomicU64::new(0),
     });
     tokio::spawn(expire(Arc::downgrade(&app)));
     let router = Router::new()
@@ -110,7 +130,8 @@ pub(crate) async fn run(config: Config, http: HttpConfig) -> u8 {
         s = signals.next() => Some(s),
     };
     // Every session ends: its servers are stopped and reaped.
-    let sessions: Vec<Arc<HttpSession>> = lock(&app.sessions).drain().map(|(_, s)| s).collect();
+    let mut sessions: Vec<Arc<HttpSession>> = lock(&app.sessions).drain().map(|(_, s)| s).collect();
+    sessions.extend(lock(&app.stateless).drain().map(|(_, s)| s));
     for s in &sessions {
         s.end().await;
     }
@@ -130,15 +151,28 @@ async fn expire(app: std::sync::Weak<App>) {
             return;
         };
         let idle = app.http.idle;
-        let expired: Vec<Arc<HttpSession>> = {
+        let is_idle = |s: &HttpSession| !s.busy() && lock(&s.last_seen).elapsed() >= idle;
+        let mut expired: Vec<Arc<HttpSession>> = {
             let mut sessions = lock(&app.sessions);
             let old: Vec<String> = sessions
                 .iter()
-                .filter(|(_, s)| !s.busy() && lock(&s.last_seen).elapsed() >= idle)
+                .filter(|(_, s)| is_idle(s))
                 .map(|(k, _)| k.clone())
                 .collect();
             old.iter().filter_map(|k| sessions.remove(k)).collect()
         };
+        {
+            let mut stateless = lock(&app.stateless);
+            let old: Vec<Option<String>> = stateless
+                .iter()
+                .filter(|(_, s)| is_idle(s))
+                .map(|(k, _)| k.clone())
+                .collect();
+            expired.extend(old.iter().filter_map(|k| stateless.remove(k)));
+            // A principal's taint goes once it expired and no session of
+            // its is left to add to it.
+            lock(&app.taints).retain(|k, t| stateless.contains_key(k) || !t.is_clean());
+        }
         for s in expired {
             tracing::info!(target: "mcppol::gateway", session = %s.id, "an idle session expired");
             s.end().await;
@@ -149,7 +183,7 @@ async fn expire(app: std::sync::Weak<App>) {
     }
 }
 
-fn plain(status: StatusCode, text: &str) -> Response {
+pub(super) fn plain(status: StatusCode, text: &str) -> Response {
     let mut r = (status, format!("{text}\n")).into_response();
     r.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -158,7 +192,7 @@ fn plain(status: StatusCode, text: &str) -> Response {
     r
 }
 
-fn json_response(status: StatusCode, value: &Value, session: Option<&str>) -> Response {
+pub(super) fn json_response(status: StatusCode, value: &Value, session: Option<&str>) -> Response {
     let mut r = Response::new(Body::from(value.to_string()));
     *r.status_mut() = status;
     r.headers_mut().insert(
@@ -203,12 +237,7 @@ pub(crate) fn origin_allowed(origin: Option<&str>, allowed: &[String]) -> bool {
 
 /// A fresh session id: 128 bits from the system's random source.
 fn session_id() -> Option<String> {
-    use std::io::Read;
-    let mut bytes = [0u8; 16];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut bytes))
-        .ok()?;
-    Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    super::random_token()
 }
 
 async fn mcp(
@@ -278,16 +307,51 @@ async fn mcp(
                 "DELETE needs the Mcp-Session-Id header",
             ),
         },
+        Method::GET => match session {
+            Some(s) => listen(s, &headers),
+            None => plain(
+                StatusCode::BAD_REQUEST,
+                "GET needs the Mcp-Session-Id header (initialize first)",
+            ),
+        },
         _ => {
             let mut r = plain(
                 StatusCode::METHOD_NOT_ALLOWED,
-                "POST a JSON-RPC message (or DELETE the session)",
+                "POST a JSON-RPC message, GET the session's event stream, or DELETE the session",
             );
             r.headers_mut()
-                .insert(header::ALLOW, HeaderValue::from_static("POST, DELETE"));
+                .insert(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
             r
         }
     }
+}
+
+/// Whether the client's `Accept` names an event stream.
+fn accepts_events(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("text/event-stream"))
+}
+
+/// `GET /mcp`: the session's event stream for what is no request's.
+fn listen(session: Arc<HttpSession>, headers: &HeaderMap) -> Response {
+    if !accepts_events(headers) {
+        return plain(
+            StatusCode::NOT_ACCEPTABLE,
+            "GET /mcp opens the session's event stream: send `Accept: text/event-stream`",
+        );
+    }
+    let Some((n, messages)) = session.open_listener() else {
+        return plain(
+            StatusCode::CONFLICT,
+            "this session has its GET event stream open already (one a session)",
+        );
+    };
+    tracing::debug!(target: "mcppol::gateway", session = %session.id, "the host opened the session's GET stream");
+    Sse::new(super::http_session::listen(session, n, messages))
+        .keep_alive(KeepAlive::default())
+        .into_response()
 }
 
 async fn post(
@@ -306,6 +370,10 @@ async fn post(
         return json_response(StatusCode::BAD_REQUEST, &e, None);
     }
     let method = message.get("method").and_then(Value::as_str);
+    let params = message.get("params").unwrap_or(&Value::Null);
+    if session.is_none() && (stateless::is_stateless(params) || method == Some("server/discover")) {
+        return super::http_stateless::post(app, principal, headers, message).await;
+    }
     let id = message.get("id").filter(|id| !id.is_null()).cloned();
     let (session, opened) = match (session, method) {
         (Some(s), _) => (s, false),
@@ -329,11 +397,7 @@ async fn post(
     };
     let key = id.to_string();
     let answer = session.expect(key.clone());
-    let streaming = headers
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|a| a.contains("text/event-stream"));
-    let stream = streaming.then(|| session.open_stream());
+    let stream = accepts_events(headers).then(|| session.open_stream());
     if !session.send(&message).await {
         session.forget(&key);
         return plain(StatusCode::NOT_FOUND, "the session has ended");
@@ -355,13 +419,10 @@ async fn post(
     }
 }
 
-/// Opens a session for this caller, within `--max-sessions`.
-fn open(
-    app: &App,
-    principal: Option<crate::http_auth::Principal>,
-) -> Result<Arc<HttpSession>, Box<Response>> {
-    let mut sessions = lock(&app.sessions);
-    if sessions.len() >= app.http.max_sessions {
+/// Refuses a new session past `--max-sessions` (stateful and stateless
+/// ones together); a fresh session id otherwise.
+pub(super) fn new_session_id(open: usize, app: &App) -> Result<String, Box<Response>> {
+    if open >= app.http.max_sessions {
         return Err(Box::new(plain(
             StatusCode::SERVICE_UNAVAILABLE,
             &format!(
@@ -370,17 +431,33 @@ fn open(
             ),
         )));
     }
-    let Some(id) = session_id() else {
-        return Err(Box::new(plain(
+    session_id().ok_or_else(|| {
+        Box::new(plain(
             StatusCode::INTERNAL_SERVER_ERROR,
             "no random source for a session id",
-        )));
-    };
+        ))
+    })
+}
+
+/// A session's settings: the gateway's, with its caller.
+pub(super) fn session_config(app: &App, principal: Option<crate::http_auth::Principal>) -> Config {
     let mut config = app.config.clone();
     if let Some(p) = principal {
         config.principal = Some(p.name);
         config.assigns = Some(p.assigns);
     }
+    config
+}
+
+/// Opens a session for this caller, within `--max-sessions`.
+fn open(
+    app: &App,
+    principal: Option<crate::http_auth::Principal>,
+) -> Result<Arc<HttpSession>, Box<Response>> {
+    let mut sessions = lock(&app.sessions);
+    let open = sessions.len() + lock(&app.stateless).len();
+    let id = new_session_id(open, app)?;
+    let mut config = session_config(app, principal);
     let max_line = config.max_line_bytes;
     config.session = Some(id.clone());
     let session = HttpSession::start(id.clone(), config, max_line);

@@ -3,10 +3,11 @@
 //! the stdio side runs over stdin and stdout. What a POST carries is
 //! written to the session as one line; what the session writes is routed
 //! back: an answer to the POST waiting for it, anything else (an
-//! elicitation, a server's `roots/list`, a notification) to the session's
-//! open event streams, the most recent first. A message with no stream to
-//! go to is dropped, so a question nobody can answer fails (an ask is then
-//! denied), never waits for ever.
+//! elicitation, a server's `roots/list`, a notification) to one of the
+//! session's open event streams ([`Outbox`]): a POST's stream, or the
+//! session's one `GET` stream. A message with no stream to go to is
+//! dropped, so a question nobody can answer fails (an ask is then denied),
+//! never waits for ever.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -35,9 +36,8 @@ pub(crate) struct HttpSession {
     input: tokio::sync::Mutex<Option<DuplexStream>>,
     /// POSTs waiting for their answer, by the request id's JSON text.
     waiting: Mutex<HashMap<String, oneshot::Sender<Value>>>,
-    /// Open event streams, oldest first.
-    streams: Mutex<Vec<(u64, mpsc::Sender<Value>)>>,
-    next_stream: std::sync::atomic::AtomicU64,
+    /// The open event streams.
+    outbox: Mutex<Outbox>,
     /// When a request last came.
     pub(crate) last_seen: Mutex<Instant>,
     /// The gateway session's task: done once every server is reaped.
@@ -61,8 +61,7 @@ impl HttpSession {
             principal,
             input: tokio::sync::Mutex::new(Some(input)),
             waiting: Mutex::default(),
-            streams: Mutex::default(),
-            next_stream: std::sync::atomic::AtomicU64::new(0),
+            outbox: Mutex::default(),
             last_seen: Mutex::new(Instant::now()),
             task: Mutex::new(None),
         });
@@ -98,25 +97,27 @@ impl HttpSession {
         lock(&self.waiting).remove(id);
     }
 
-    /// Opens an event stream for what the session sends the host; closed
-    /// with [`HttpSession::close_stream`].
+    /// Opens a POST's event stream for what the session sends the host
+    /// while it serves the request; closed with [`HttpSession::close_stream`].
     pub(crate) fn open_stream(&self) -> (u64, mpsc::Receiver<Value>) {
-        let (tx, rx) = mpsc::channel(STREAM_QUEUE);
-        let n = self
-            .next_stream
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        lock(&self.streams).push((n, tx));
-        (n, rx)
+        lock(&self.outbox).open_post()
+    }
+
+    /// Opens the session's `GET` stream; `None` while one is open.
+    pub(crate) fn open_listener(&self) -> Option<(u64, mpsc::Receiver<Value>)> {
+        *lock(&self.last_seen) = Instant::now();
+        lock(&self.outbox).open_listener()
     }
 
     pub(crate) fn close_stream(&self, n: u64) {
-        lock(&self.streams).retain(|(k, _)| *k != n);
+        lock(&self.outbox).close(n);
     }
 
     /// Ends the session: its input closes, so every server is stopped and
-    /// every request still in flight answered.
+    /// every request still in flight answered; its `GET` stream ends.
     pub(crate) async fn end(&self) {
         self.input.lock().await.take();
+        lock(&self.outbox).close_listener();
     }
 
     /// Waits until the session has stopped every server.
@@ -139,7 +140,13 @@ async fn route(session: std::sync::Weak<HttpSession>, output: DuplexStream, max_
     loop {
         let line = match lines.next_line().await {
             Ok(Some(line)) => line,
-            Ok(None) | Err(FrameError::Io(_)) => return,
+            Ok(None) | Err(FrameError::Io(_)) => {
+                // The session is over: so is its GET stream.
+                if let Some(session) = session.upgrade() {
+                    lock(&session.outbox).close_listener();
+                }
+                return;
+            }
             Err(FrameError::TooLong { .. }) => continue,
         };
         let Ok(message) = serde_json::from_slice::<Value>(line) else {
@@ -158,20 +165,7 @@ async fn route(session: std::sync::Weak<HttpSession>, output: DuplexStream, max_
             }
             continue;
         }
-        // The most recent stream first: it is the POST whose request
-        // the question is most likely about.
-        let streams: Vec<mpsc::Sender<Value>> = lock(&session.streams)
-            .iter()
-            .rev()
-            .map(|(_, tx)| tx.clone())
-            .collect();
-        let mut sent = false;
-        for tx in streams {
-            if tx.try_send(message.clone()).is_ok() {
-                sent = true;
-                break;
-            }
-        }
+        let sent = lock(&session.outbox).deliver(&message, &session.id);
         if !sent {
             let method = message.get("method").and_then(Value::as_str).unwrap_or("");
             tracing::debug!(target: "mcppol::gateway", session = %session.id, method, "no open stream for a message to the host: dropped");
@@ -187,8 +181,8 @@ async fn route(session: std::sync::Weak<HttpSession>, output: DuplexStream, max_
     }
 }
 
-/// Closes its event stream when the POST's response is dropped (answered,
-/// or the client went away).
+/// Closes its event stream when the response is dropped (a POST's
+/// answered, or the client went away).
 struct StreamGuard {
     session: Arc<HttpSession>,
     n: u64,
@@ -224,4 +218,164 @@ pub(crate) fn events(
             },
         }
     })
+}
+
+/// The session's `GET` stream: what the session sends the host that is
+/// no POST's (a server's `list_changed`, say), until the client goes away,
+/// the session ends, or the client reads so slowly that its queue fills
+/// (then the stream ends after what is queued: the gateway never waits
+/// for a reader).
+pub(crate) fn listen(
+    session: Arc<HttpSession>,
+    n: u64,
+    messages: mpsc::Receiver<Value>,
+) -> impl futures_util::Stream<Item = Result<axum::response::sse::Event, std::convert::Infallible>>
+{
+    let guard = StreamGuard { session, n };
+    futures_util::stream::unfold((guard, messages), |(guard, mut messages)| async move {
+        let message = messages.recv().await?;
+        Some((Ok(super::http::event(&message)), (guard, messages)))
+    })
+}
+
+/// Where what the session sends the host goes: the event streams of the
+/// POSTs in flight, and the session's one `GET` stream. Every queue is
+/// bounded ([`STREAM_QUEUE`]) and written without waiting.
+#[derive(Default)]
+pub(crate) struct Outbox {
+    /// The POSTs' streams, oldest first.
+    posts: Vec<(u64, mpsc::Sender<Value>)>,
+    /// The `GET` stream, when one is open.
+    listener: Option<(u64, mpsc::Sender<Value>)>,
+    next: u64,
+}
+
+impl Outbox {
+    fn number(&mut self) -> u64 {
+        self.next += 1;
+        self.next
+    }
+
+    fn open_post(&mut self) -> (u64, mpsc::Receiver<Value>) {
+        let (tx, rx) = mpsc::channel(STREAM_QUEUE);
+        let n = self.number();
+        self.posts.push((n, tx));
+        (n, rx)
+    }
+
+    /// One `GET` stream a session: a second while the first is open is
+    /// refused (the client would not know which one it reads).
+    fn open_listener(&mut self) -> Option<(u64, mpsc::Receiver<Value>)> {
+        if self
+            .listener
+            .as_ref()
+            .is_some_and(|(_, tx)| !tx.is_closed())
+        {
+            return None;
+        }
+        let (tx, rx) = mpsc::channel(STREAM_QUEUE);
+        let n = self.number();
+        self.listener = Some((n, tx));
+        Some((n, rx))
+    }
+
+    fn close(&mut self, n: u64) {
+        self.posts.retain(|(k, _)| *k != n);
+        if self.listener.as_ref().is_some_and(|(k, _)| *k == n) {
+            self.listener = None;
+        }
+    }
+
+    /// Ends the `GET` stream once what is queued on it is sent.
+    fn close_listener(&mut self) {
+        self.listener = None;
+    }
+
+    /// Queues a message for the host; false when no stream took it. A
+    /// request, and a progress notification, are about a POST's request:
+    /// the most recent POST's stream first, then the `GET` stream; any
+    /// other notification (a listing changed, a resource updated) goes to
+    /// the `GET` stream first. A `GET` stream whose queue is full is
+    /// closed: its reader loses it, the gateway does not wait.
+    fn deliver(&mut self, message: &Value, session: &str) -> bool {
+        let about_a_post = message.get("id").is_some()
+            || message.get("method").and_then(Value::as_str) == Some("notifications/progress");
+        if about_a_post && self.to_posts(message) {
+            return true;
+        }
+        if let Some((_, tx)) = &self.listener {
+            match tx.try_send(message.clone()) {
+                Ok(()) => return true,
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    tracing::warn!(target: "mcppol::gateway", session, "the host reads its GET stream too slowly: the stream is closed");
+                    self.listener = None;
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => self.listener = None,
+            }
+        }
+        !about_a_post && self.to_posts(message)
+    }
+
+    /// The most recent POST's stream that has room.
+    fn to_posts(&self, message: &Value) -> bool {
+        self.posts
+            .iter()
+            .rev()
+            .any(|(_, tx)| tx.try_send(message.clone()).is_ok())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn note(method: &str) -> Value {
+        json!({"jsonrpc": "2.0", "method": method})
+    }
+
+    #[test]
+    fn notifications_go_to_the_get_stream_and_questions_to_the_post_first() {
+        let mut out = Outbox::default();
+        let (_, mut post) = out.open_post();
+        let (_, mut get) = out.open_listener().unwrap();
+        assert!(out.open_listener().is_none(), "one GET stream a session");
+        let changed = note("notifications/tools/list_changed");
+        let question = json!({"jsonrpc": "2.0", "id": 7, "method": "elicitation/create"});
+        assert!(out.deliver(&changed, "s"));
+        assert!(out.deliver(&question, "s"));
+        assert_eq!(get.try_recv().unwrap(), changed);
+        assert_eq!(post.try_recv().unwrap(), question);
+        assert!(get.try_recv().is_err() && post.try_recv().is_err());
+        // Without a POST in flight, a question goes to the GET stream;
+        // without any stream, nothing takes it.
+        drop(post);
+        assert!(out.deliver(&question, "s"));
+        assert_eq!(get.try_recv().unwrap(), question);
+        drop(get);
+        assert!(!out.deliver(&changed, "s"));
+        assert!(out.listener.is_none(), "a GET stream gone is forgotten");
+        assert!(out.open_listener().is_some(), "and another may be opened");
+    }
+
+    #[test]
+    fn a_slow_get_reader_loses_its_stream_and_never_blocks() {
+        let mut out = Outbox::default();
+        let (_, mut get) = out.open_listener().unwrap();
+        let changed = note("notifications/resources/list_changed");
+        for _ in 0..STREAM_QUEUE {
+            assert!(out.deliver(&changed, "s"));
+        }
+        // The queue is full: the next message closes the stream at once.
+        assert!(!out.deliver(&changed, "s"));
+        assert!(out.listener.is_none());
+        // What was queued is still read, then the stream ends.
+        let mut read = 0;
+        while get.try_recv().is_ok() {
+            read += 1;
+        }
+        assert_eq!(read, STREAM_QUEUE);
+        assert!(get.is_closed());
+        let (_, _again) = out.open_listener().unwrap();
+    }
 }

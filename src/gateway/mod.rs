@@ -10,7 +10,11 @@
 //!   `transport.rs`: the connection as the pipeline's transport;
 //!   `notes.rs`: a server's notifications to the host;
 //! - `host.rs`: what the host sends; `requests.rs`: each request served;
-//! - `taint.rs`: the session's taint, kept by the gateway itself.
+//! - `taint.rs`: the session's taint, kept by the gateway itself;
+//! - `stateless.rs`: MCP 2026-07-28 on the host side (no session,
+//!   `server/discover`, `_meta`, the routing headers);
+//!   `input_required.rs`: an ask put to such a host; over HTTP,
+//!   `http.rs`, `http_session.rs` and `http_stateless.rs`.
 
 mod host;
 #[cfg(feature = "http")]
@@ -18,10 +22,14 @@ pub(crate) mod http;
 #[cfg(feature = "http")]
 mod http_session;
 #[cfg(feature = "http")]
+mod http_stateless;
+mod input_required;
+#[cfg(feature = "http")]
 pub(crate) mod metrics;
 mod naming;
 mod notes;
 mod requests;
+mod stateless;
 mod taint;
 mod transport;
 mod upstream;
@@ -62,6 +70,10 @@ pub(crate) struct Config {
     pub(crate) call_timeout: Duration,
     /// How long a server has to answer `initialize`.
     pub(crate) start_timeout: Duration,
+    /// How often a remote server is sent `ping` (zero: never).
+    pub(crate) ping_interval: Duration,
+    /// How long a remote server has to answer a `ping`.
+    pub(crate) ping_timeout: Duration,
     /// How long a server has to exit once its stdin is closed.
     pub(crate) grace: Duration,
     pub(crate) shape: Option<usize>,
@@ -71,6 +83,13 @@ pub(crate) struct Config {
     pub(crate) principal: Option<String>,
     /// The principal's `assigns`.
     pub(crate) assigns: Option<Value>,
+    /// How long a stateless (2026-07-28) host's taint is kept after its
+    /// last result (`--taint-ttl`).
+    pub(crate) taint_ttl: Duration,
+    /// The taint this session shares: over HTTP, a stateless host's
+    /// principal's (it outlives the gateway session); `None`: the
+    /// session's own.
+    pub(crate) taint: Option<Arc<taint::Taint>>,
     /// The session's id (`Mcp-Session-Id` over HTTP; none over stdio, the
     /// process's one session): what `limit ... per session` counts for.
     pub(crate) session: Option<String>,
@@ -99,7 +118,14 @@ pub(crate) struct Shared {
     pub(crate) host_caps: OnceLock<Value>,
     pub(crate) upstreams: Vec<Arc<upstream::Upstream>>,
     pub(crate) separator: String,
-    pub(crate) taint: taint::Taint,
+    pub(crate) taint: Arc<taint::Taint>,
+    pub(crate) taint_ttl: Duration,
+    /// Whether the host is stateless (2026-07-28: it sent no `initialize`;
+    /// each request carries its version in `_meta`).
+    pub(crate) stateless_host: std::sync::atomic::AtomicBool,
+    /// A stateless host's calls that may ask it, and those waiting for
+    /// its retry.
+    pub(crate) asks: Arc<input_required::Asks>,
     pub(crate) routes: Mutex<naming::ResourceRoutes>,
     pub(crate) inflight: Mutex<HashMap<crate::mcp::Id, host::Inflight>>,
     pub(crate) audit: Option<Arc<Audit>>,
@@ -107,6 +133,8 @@ pub(crate) struct Shared {
     pub(crate) max_pending: usize,
     pub(crate) call_timeout: Duration,
     pub(crate) start_timeout: Duration,
+    pub(crate) ping_interval: Duration,
+    pub(crate) ping_timeout: Duration,
     pub(crate) grace: Duration,
     pub(crate) shape: Option<usize>,
     pub(crate) principal: Option<String>,
@@ -115,6 +143,8 @@ pub(crate) struct Shared {
     pub(crate) budgets: Arc<dyn crate::Budgets>,
     #[cfg(feature = "http")]
     metrics: Option<Arc<metrics::Metrics>>,
+    /// The protocol version the gateway answered `initialize` with.
+    pub(crate) protocol: OnceLock<Arc<str>>,
     setup: PipelineSetup,
     stop: watch::Sender<Stop>,
     /// True once every server has come up or failed its first start: the
@@ -218,26 +248,35 @@ pub(crate) fn build_pipeline(
     // The servers are children on this machine: path tests read links.
     .local_tool(true)
     .protect(setup.protected.clone());
-    // Asks are settled in the proxy's order: the command, then the host.
+    // Asks are settled in the proxy's order: the command, then the host
+    // (a stateless one through `input_required`).
     if let Some(command) = &setup.approver {
         builder = builder.approver(approve::ProxyApprover::Command {
             command: command.clone(),
             host: gw.host.clone(),
         });
+    } else if gw.stateless_host.load(std::sync::atomic::Ordering::Relaxed) {
+        builder = builder.approver(input_required::HostInput(gw.asks.clone()));
     } else if approve::host_elicits(&caps) {
         builder = builder.approver(approve::ProxyApprover::Elicit(gw.host.clone()));
     }
-    // One sink for the audit line and the metrics' count.
+    // One sink for the audit line, the metrics' count and the decision span.
     #[cfg(feature = "http")]
     let metrics = gw.metrics.clone();
     #[cfg(not(feature = "http"))]
     let metrics: Option<()> = None;
-    if gw.audit.is_some() || metrics.is_some() {
+    #[cfg(feature = "otel")]
+    let otel = crate::otel::active();
+    #[cfg(not(feature = "otel"))]
+    let otel = false;
+    if gw.audit.is_some() || metrics.is_some() || otel {
         let audit = gw.audit.clone();
         // A session's pipelines serve one caller: its lines name them.
         let principal = gw.principal.clone();
         builder = builder.audit(Arc::new(move |r| {
             let r = &r.with_principal(principal.as_deref());
+            #[cfg(feature = "otel")]
+            crate::otel::note(r);
             #[cfg(feature = "http")]
             if let Some(m) = &metrics {
                 m.decision(r.server, r.decision, r.reason);
@@ -301,7 +340,10 @@ where
             .map(|s| Arc::new(upstream::Upstream::new(s)))
             .collect(),
         separator: config.separator,
-        taint: taint::Taint::default(),
+        taint: config.taint.unwrap_or_default(),
+        taint_ttl: config.taint_ttl,
+        stateless_host: std::sync::atomic::AtomicBool::new(false),
+        asks: Arc::default(),
         routes: Mutex::default(),
         inflight: Mutex::default(),
         audit: config.audit,
@@ -309,6 +351,8 @@ where
         max_pending: config.max_pending,
         call_timeout: config.call_timeout,
         start_timeout: config.start_timeout,
+        ping_interval: config.ping_interval,
+        ping_timeout: config.ping_timeout,
         grace: config.grace,
         shape: config.shape,
         principal: config.principal,
@@ -317,6 +361,7 @@ where
         budgets: config.budgets,
         #[cfg(feature = "http")]
         metrics: config.metrics,
+        protocol: OnceLock::new(),
         setup: PipelineSetup {
             baseline: config.baseline,
             approver: config.approver,
@@ -377,6 +422,17 @@ async fn stop_servers(gw: &Shared, how: Stop) {
     for s in supervisors {
         let _ = s.await;
     }
+}
+
+/// 128 bits from the system's random source, as hex: a session id, a
+/// `requestState`.
+pub(crate) fn random_token() -> Option<String> {
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .ok()?;
+    Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// Checks the separator against the servers' ids (see `naming.rs`).

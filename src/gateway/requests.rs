@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use super::host::{not_found, params_of};
 use super::naming::{self, ResourceRoutes, Route};
+use super::stateless;
 use super::upstream::{Live, State};
 use super::Shared;
 use crate::mcp::jsonrpc::{codes, Request};
@@ -22,13 +23,51 @@ use crate::{Source, TargetKind};
 /// The MCP error of a resource no server listed.
 const RESOURCE_NOT_FOUND: i64 = -32002;
 
-/// One host request.
+/// One host request. A stateless host's (its `_meta` names 2026-07-28)
+/// needs no `initialize`: its first request starts the servers, and each
+/// result says its `resultType`.
 pub(crate) async fn serve(
     gw: &Arc<Shared>,
     request: Request,
     handle: &CallHandle,
 ) -> Result<Value, RpcError> {
     let params = params_of(&request);
+    let is_stateless = stateless::is_stateless(params);
+    if is_stateless {
+        stateless::check_envelope(params)?;
+        adopt_stateless(gw).await;
+    } else if request.method == "server/discover" && gw.host_caps.get().is_none() {
+        // A probe before any handshake: what the gateway speaks. The
+        // servers are not started for it (the host may yet `initialize`).
+        return Ok(stateless::discover(capabilities(), None));
+    }
+    let out = serve_one(gw, &request, handle).await;
+    if is_stateless {
+        out.map(|r| stateless::complete(&request.method, r))
+    } else {
+        out
+    }
+}
+
+/// A stateless host's first request: the session is initialized for it
+/// (nothing offered to the servers that only a handshake could declare),
+/// its taint is kept `--taint-ttl` after its last result, the servers
+/// start.
+async fn adopt_stateless(gw: &Arc<Shared>) {
+    if gw.host_caps.set(json!({})).is_ok() {
+        gw.stateless_host
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        gw.taint.expire_after(gw.taint_ttl);
+        super::start_servers(gw).await;
+    }
+}
+
+async fn serve_one(
+    gw: &Arc<Shared>,
+    request: &Request,
+    handle: &CallHandle,
+) -> Result<Value, RpcError> {
+    let params = params_of(request);
     let method = request.method.as_str();
     if method == "initialize" {
         return initialize(gw, params).await;
@@ -43,11 +82,20 @@ pub(crate) async fn serve(
             "mcppol: the session is not initialized (send `initialize` first)",
         ));
     }
+    if method == "server/discover" {
+        // Answered at once, with the instructions of the servers up so
+        // far: a client's probe has a deadline (the Python SDK's is 10 s)
+        // that slow-starting servers must not make it miss.
+        return Ok(stateless::discover(capabilities(), instructions(gw)));
+    }
     // Sent right after `initialize`, before its answer: served once the
     // servers have started, so it sees them.
     let _ = gw.started.subscribe().wait_for(|started| *started).await;
     match method {
         "tools/list" => Ok(json!({ "tools": list_tools(gw).await })),
+        "tools/call" if is_stateless_call(gw, params) => {
+            super::input_required::call_tool(gw, params, handle).await
+        }
         "tools/call" => call_tool(gw, params, handle).await,
         "prompts/list" => Ok(json!({ "prompts": list(gw, "prompts/list", "prompts").await })),
         "prompts/get" => get_prompt(gw, params, handle).await,
@@ -98,24 +146,36 @@ async fn initialize(gw: &Arc<Shared>, params: &Value) -> Result<Value, RpcError>
         .iter()
         .find(|v| **v == asked)
         .unwrap_or(&PROTOCOL_VERSIONS[0]);
-    let instructions: Vec<String> = lives(gw)
+    let _ = gw.protocol.set(Arc::from(*version));
+    let mut result = json!({
+        "protocolVersion": version,
+        "capabilities": capabilities(),
+        "serverInfo": {"name": "mcppol-gateway", "version": env!("CARGO_PKG_VERSION")},
+    });
+    if let Some(text) = instructions(gw) {
+        result["instructions"] = Value::from(text);
+    }
+    Ok(result)
+}
+
+/// The gateway's capabilities, whatever its servers': it relays what they
+/// have.
+fn capabilities() -> Value {
+    json!({
+        "tools": {"listChanged": true},
+        "prompts": {"listChanged": true},
+        "resources": {"listChanged": true, "subscribe": true},
+        "logging": {},
+    })
+}
+
+/// Every server's instructions, cleaned and named by its pipeline.
+fn instructions(gw: &Shared) -> Option<String> {
+    let all: Vec<String> = lives(gw)
         .iter()
         .filter_map(|(_, l)| l.pipeline.instructions())
         .collect();
-    let mut result = json!({
-        "protocolVersion": version,
-        "capabilities": {
-            "tools": {"listChanged": true},
-            "prompts": {"listChanged": true},
-            "resources": {"listChanged": true, "subscribe": true},
-            "logging": {},
-        },
-        "serverInfo": {"name": "mcppol-gateway", "version": env!("CARGO_PKG_VERSION")},
-    });
-    if !instructions.is_empty() {
-        result["instructions"] = Value::from(instructions.join("\n\n"));
-    }
-    Ok(result)
+    (!all.is_empty()).then(|| all.join("\n\n"))
 }
 
 /// The servers that are up, in the servers file's order.
@@ -264,7 +324,18 @@ fn unknown_resource(uri: &str) -> RpcError {
 
 /// The options of a governed request, with the session's taint.
 fn governed(gw: &Shared, params: &Value, own: &[&str], handle: &CallHandle) -> CallOptions {
-    let mut opts = options(params, own).handle(handle.clone());
+    // A stateless host's retry keys (`input_required`) are the gateway's,
+    // never a server's.
+    let own: Vec<&str> = own
+        .iter()
+        .copied()
+        .chain(["inputResponses", "requestState"])
+        .collect();
+    let mut opts = options(params, &own).handle(handle.clone());
+    if stateless::is_stateless(params) {
+        // Translated for the server: the 2026 envelope is the gateway's.
+        opts.meta = opts.meta.as_ref().and_then(stateless::server_meta);
+    }
     opts.taint = gw.taint.servers();
     opts.principal.clone_from(&gw.principal);
     opts.assigns.clone_from(&gw.assigns);
@@ -295,7 +366,13 @@ fn failure(gw: &Shared, server: &str, e: CallError) -> RpcError {
     rpc
 }
 
-async fn call_tool(
+/// Whether a call is a stateless host's (its ask is put as
+/// `input_required`).
+fn is_stateless_call(gw: &Shared, params: &Value) -> bool {
+    stateless::is_stateless(params) && gw.stateless_host.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+pub(super) async fn call_tool(
     gw: &Arc<Shared>,
     params: &Value,
     handle: &CallHandle,
@@ -470,6 +547,8 @@ fn refused_request(
     );
     let record = AuditRecord::of(&outcome).with_principal(gw.principal.as_deref());
     gw.count(record.server, record.decision, record.reason);
+    #[cfg(feature = "otel")]
+    crate::otel::note(&record);
     if let Some(audit) = &gw.audit {
         let _ = audit.write_record(&record);
     }

@@ -18,7 +18,7 @@ use tokio::sync::watch;
 use super::transport::Kept;
 use super::{Shared, Stop};
 use crate::mcp::peer::Wait;
-use crate::mcp::{BoxFuture, ConnectOptions, Connection, RequestHandler, RpcError};
+use crate::mcp::{BoxFuture, ConnectOptions, Connection, RequestHandler, RpcError, Transport};
 use crate::pipeline::{Grants, MemoryGrants, Pipeline, SystemClock};
 use crate::proxy::child;
 use crate::servers::{ServerSpec, ServerTransport};
@@ -162,12 +162,19 @@ pub(crate) async fn supervise(
                 let forwarder =
                     tokio::spawn(super::notes::forward(gw.clone(), up.id.clone(), live));
                 let since = Instant::now();
+                let ping = child.is_none().then_some(Ping {
+                    every: gw.ping_interval,
+                    within: gw.ping_timeout,
+                });
                 let ended = tokio::select! {
                     status = exited(child.as_mut()) => Ended::Failed(match status {
                         Ok(s) => format!("it exited ({s})"),
                         Err(e) => format!("waiting for it failed: {e}"),
                     }),
                     why = closed(&transport) => Ended::Failed(why),
+                    // A remote server has no child whose exit says it is
+                    // gone: one that stops answering `ping` is down too.
+                    why = unresponsive(&transport, ping) => Ended::Failed(why),
                     how = stopped(&mut stop) => Ended::Stopped(how),
                 };
                 forwarder.abort();
@@ -265,6 +272,40 @@ async fn closed(transport: &Kept) -> String {
             return format!("its connection closed: {}", crate::mcp::peer::why(e));
         }
         tokio::time::sleep(PROBE).await;
+    }
+}
+
+/// How a remote server is checked for being alive.
+#[derive(Debug, Clone, Copy)]
+struct Ping {
+    /// Between two pings (zero: never).
+    every: Duration,
+    /// How long one may take.
+    within: Duration,
+}
+
+/// Resolves once the server fails to answer a `ping` in time, with why;
+/// never when `ping` is `None` (a child's exit says it is gone) or its
+/// interval is zero. An error answer is still an answer: the server is
+/// alive, and only a timeout or a failed connection mark it down.
+async fn unresponsive(transport: &Kept, ping: Option<Ping>) -> String {
+    let Some(ping) = ping.filter(|p| !p.every.is_zero()) else {
+        return std::future::pending().await;
+    };
+    loop {
+        tokio::time::sleep(ping.every).await;
+        match tokio::time::timeout(ping.within, transport.request("ping", None)).await {
+            Ok(Ok(_) | Err(crate::mcp::McpError::Rpc(_))) => {}
+            Ok(Err(e)) => {
+                return format!("its `ping` failed: {}", crate::mcp::peer::why(e));
+            }
+            Err(_) => {
+                return format!(
+                    "it did not answer `ping` within {}",
+                    humantime::format_duration(ping.within)
+                );
+            }
+        }
     }
 }
 

@@ -270,7 +270,7 @@ pub fn run(spec: &Spec, config: &HookConfig, input: &[u8]) -> HookOutput {
         )
         .with_digest(digest)
     });
-    match append_audit(path, &outcome) {
+    match append_audit(path, &outcome, config.bundle.as_deref()) {
         Ok(()) => out,
         Err(e) => (spec.answer)(
             Some(kind),

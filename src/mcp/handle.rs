@@ -56,6 +56,15 @@ struct State {
     kept: Option<Value>,
 }
 
+impl CallHandle {
+    /// Whether `other` is a clone of this handle (the same call).
+    // The gateway's alone (feature `cli`).
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) fn same(&self, other: &CallHandle) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
 impl fmt::Debug for CallHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CallHandle")

@@ -19,6 +19,21 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// offers the first; the server's answer must be one of these.
 pub const PROTOCOL_VERSIONS: [&str; 2] = ["2025-11-25", "2025-06-18"];
 
+/// The stateless protocol versions (MCP 2026-07-28 and later): no
+/// `initialize` handshake and no session; each request carries its
+/// version and the client's capabilities in `_meta`
+/// ([`META_PROTOCOL_VERSION`], [`META_CLIENT_CAPABILITIES`]), and a server
+/// describes itself in answer to `server/discover`. Kept apart from
+/// [`PROTOCOL_VERSIONS`], which are the versions an `initialize` may
+/// negotiate: no handshake ever agrees on one of these.
+pub const STATELESS_PROTOCOL_VERSIONS: [&str; 1] = ["2026-07-28"];
+
+/// The `_meta` key of a stateless request's protocol version.
+pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+
+/// The `_meta` key of a stateless request's client capabilities.
+pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+
 /// The most pages a `list_all_*` call follows.
 pub const MAX_PAGES: usize = 100;
 /// The most items a `list_all_*` call gathers.

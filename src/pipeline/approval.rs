@@ -37,6 +37,11 @@ pub struct ApprovalRequest {
     /// Who the call is for and the rest of its context (`hook_id` is
     /// empty).
     pub ctx: HookCtx,
+    /// The call's handle, when its caller gave one: which call of many is
+    /// asking (the gateway puts the ask to that call's host request).
+    // The gateway's alone (feature `cli`).
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) handle: Option<crate::mcp::CallHandle>,
 }
 
 /// The approver's answer.

@@ -465,6 +465,7 @@ impl Pipeline {
             fingerprint: entry.fingerprint.clone(),
             decision: decision.clone(),
             ctx: base.get().clone(),
+            handle: opts.handle.clone(),
         };
         let task = tokio::spawn(approver.ask(request));
         // The approver's task ends with the call's: a call given up (its

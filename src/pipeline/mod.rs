@@ -85,6 +85,15 @@ impl PolicySource {
             PolicySource::Fixed(p) => Some(p.clone()),
         }
     }
+
+    /// The bundle the store's policies came from (`--bundle`), for the
+    /// audit line's `bundle` key; `None` when not running from one.
+    fn bundle_stamp(&self) -> Option<Arc<crate::store::BundleStamp>> {
+        match self {
+            PolicySource::Store { store, name } => store.get_stamped(name).1,
+            PolicySource::Fixed(_) => None,
+        }
+    }
 }
 
 /// One governed request's decision, as the pipeline's observer sees it

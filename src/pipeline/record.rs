@@ -101,7 +101,14 @@ impl Pipeline {
         let Some(audit) = &self.audit else {
             return Ok(outcome);
         };
-        match audit(&AuditRecord::of(&outcome)) {
+        // Running from a bundle: the line names its revision and digest.
+        let stamp = self.policy.bundle_stamp();
+        let record = AuditRecord::of(&outcome).with_bundle(
+            stamp
+                .as_deref()
+                .map(|b| (b.revision.as_str(), b.digest.as_str())),
+        );
+        match audit(&record) {
             Ok(()) => Ok(outcome),
             Err(why) => {
                 tracing::error!(target: "mcppol::pipeline", server = %self.server, why, "the audit line could not be written: the request is refused");

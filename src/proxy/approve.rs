@@ -106,9 +106,11 @@ pub(crate) fn message(r: &ApprovalRequest) -> String {
     crate::enforce::render::ask_message(&r.server, &r.tool, &r.decision, &r.arguments)
 }
 
-async fn elicit(host: Arc<Peer>, request: ApprovalRequest) -> Result<Approval, String> {
-    let params = json!({
-        "message": message(&request),
+/// The `elicitation/create` params that put an ask to a person: the
+/// dialog's words and the three answers.
+pub(crate) fn elicitation_params(request: &ApprovalRequest) -> Value {
+    json!({
+        "message": message(request),
         "requestedSchema": {
             "type": "object",
             "properties": {
@@ -120,7 +122,29 @@ async fn elicit(host: Arc<Peer>, request: ApprovalRequest) -> Result<Approval, S
             },
             "required": ["decision"],
         }
-    });
+    })
+}
+
+/// Reads the person's answer to the elicitation (an `ElicitResult`):
+/// allowed only when accepted with an allowing word.
+pub(crate) fn elicitation_answer(answer: &Value) -> Approval {
+    match answer.get("action").and_then(Value::as_str) {
+        Some("accept") => {
+            let word = answer
+                .pointer("/content/decision")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            match parse_answer(word, "The person") {
+                Ok(a @ (Approval::AllowOnce | Approval::AllowAlways)) => a,
+                _ => Approval::Deny("The person did not allow it.".into()),
+            }
+        }
+        _ => Approval::Deny("The person declined.".into()),
+    }
+}
+
+async fn elicit(host: Arc<Peer>, request: ApprovalRequest) -> Result<Approval, String> {
+    let params = elicitation_params(&request);
     // A call given up while the person is asked (the host cancelled it,
     // the ask timed out) closes the dialog: the host is sent
     // `notifications/cancelled` for the elicitation.
@@ -133,19 +157,7 @@ async fn elicit(host: Arc<Peer>, request: ApprovalRequest) -> Result<Approval, S
         Err(McpError::Rpc(e)) => return Err(format!("the host answered error {}", e.code)),
         Err(other) => return Err(peer::why(other)),
     };
-    match answer.get("action").and_then(Value::as_str) {
-        Some("accept") => {
-            let word = answer
-                .pointer("/content/decision")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            match parse_answer(word, "The person") {
-                Ok(a @ (Approval::AllowOnce | Approval::AllowAlways)) => Ok(a),
-                _ => Ok(Approval::Deny("The person did not allow it.".into())),
-            }
-        }
-        _ => Ok(Approval::Deny("The person declined.".into())),
-    }
+    Ok(elicitation_answer(&answer))
 }
 
 /// Whether the host can answer a form elicitation: it declared the
@@ -178,6 +190,7 @@ mod tests {
                 assigns: None,
                 taint: Vec::new().into(),
             },
+            handle: None,
         }
     }
 

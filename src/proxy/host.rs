@@ -60,7 +60,7 @@ async fn on_line(shared: &Arc<Shared>, line: &[u8]) {
     // A notification the proxy only passes on is relayed with its params
     // as the bytes they were (see server.rs); a cancellation, and a
     // request sent without an id, take the full path below.
-    let relayed = super::server::relayed_note_if(line, |method| {
+    let relayed = super::server::relayed_note_if(line, false, |method| {
         method.starts_with("notifications/") && method != "notifications/cancelled"
     });
     if let Some(out) = relayed {
@@ -184,6 +184,32 @@ async fn start(shared: &Arc<Shared>, request: Request) {
     let mut inflight = Shared::lock(&shared.inflight);
     let task = tokio::spawn(async move {
         let id = request.id.clone();
+        #[cfg(feature = "otel")]
+        let (outcome, spans) = {
+            let meta = || {
+                Some(crate::otel::RequestMeta {
+                    method: crate::otel::governed(&request.method)?,
+                    request_id: request.id.to_string(),
+                    transport: "pipe",
+                    session_id: None,
+                    protocol_version: Some(
+                        crate::mcp::Transport::server(&*task_shared.upstream)
+                            .protocol_version
+                            .as_str()
+                            .into(),
+                    ),
+                })
+            };
+            // Made only while an exporter runs (the request moves below).
+            let meta = crate::otel::active().then(meta).flatten();
+            crate::otel::traced(
+                meta,
+                |out: &Result<Value, RpcError>| out.as_ref().err().map(|e| e.code.to_string()),
+                serve(&task_shared, request, &task_handle),
+            )
+            .await
+        };
+        #[cfg(not(feature = "otel"))]
         let outcome = serve(&task_shared, request, &task_handle).await;
         // Answered only while the entry is this request's: a cancellation
         // (no answer) or the session's end (answered there) took it
@@ -197,6 +223,13 @@ async fn start(shared: &Arc<Shared>, request: Request) {
         };
         if mine {
             task_shared.host.respond(id, outcome).await;
+        }
+        // After the answer is written (the writer is another task, on
+        // the proxy's one thread too): the spans cost the host nothing.
+        #[cfg(feature = "otel")]
+        if let Some(spans) = spans {
+            tokio::task::yield_now().await;
+            spans.emit();
         }
     });
     inflight.insert(
@@ -276,9 +309,20 @@ pub(crate) fn options(params: &Value, own: &[&str]) -> CallOptions {
 /// sent the server for it.
 async fn serve(
     shared: &Arc<Shared>,
-    request: Request,
+    mut request: Request,
     handle: &CallHandle,
 ) -> Result<Value, RpcError> {
+    // A call's arguments move out of the parsed request into the pipeline
+    // (and on to the server): never copied on the way through.
+    let arguments = if request.method == "tools/call" {
+        request
+            .params
+            .as_mut()
+            .and_then(Value::as_object_mut)
+            .and_then(|params| params.shift_remove("arguments"))
+    } else {
+        None
+    };
     let params = params_of(&request);
     match request.method.as_str() {
         "initialize" => {
@@ -304,7 +348,7 @@ async fn serve(
             let p = pipeline(shared).inspect_err(|_| refused("not_initialized"))?;
             let name = str_param(params, "name", "tools/call")
                 .inspect_err(|_| refused("invalid_params"))?;
-            let args = params.get("arguments").cloned().unwrap_or(json!({}));
+            let args = arguments.unwrap_or_else(|| json!({}));
             if !args.is_object() {
                 refused("invalid_arguments");
                 return Err(RpcError::new(
@@ -402,15 +446,18 @@ pub(crate) fn same_result(result: &ToolResult, raw: &Value) -> bool {
 /// mapping of its outcome, refused by the request itself. The request is
 /// refused whether or not the line is written.
 fn refused_request(shared: &Shared, kind: TargetKind, name: Option<&str>, reason: &'static str) {
+    let outcome = Outcome::refused(
+        shared.server_id.as_str().into(),
+        kind,
+        name,
+        By::Stage(Source::Request),
+        reason,
+    );
+    let record = AuditRecord::of(&outcome);
+    #[cfg(feature = "otel")]
+    crate::otel::note(&record);
     if let Some(audit) = &shared.audit {
-        let outcome = Outcome::refused(
-            shared.server_id.as_str().into(),
-            kind,
-            name,
-            By::Stage(Source::Request),
-            reason,
-        );
-        let _ = audit.write_record(&AuditRecord::of(&outcome));
+        let _ = audit.write_record(&record);
     }
 }
 

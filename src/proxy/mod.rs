@@ -272,6 +272,7 @@ where
         relist: Mutex::default(),
     });
     server::watch_roots(&shared);
+    let _timer = KeepTimer::start(session.call_timeout);
     let from_host = tokio::spawn(host::read(shared.clone(), host_in));
     let from_server = tokio::spawn(server::read(shared.clone(), server_out));
     let stopped = tokio::select! {
@@ -310,6 +311,37 @@ where
     stopped
 }
 
+/// A timer that always runs out before the deadline of any call made now
+/// (it is set again every half call timeout), for as long as the session
+/// runs. Tokio's time driver wakes itself (a write to its eventfd, one
+/// more system call) whenever a timer is set earlier than the one it last
+/// slept until, or while it sleeps with none: without this one, every
+/// call's deadline would cost that write. Below 100 ms of call timeout it
+/// is not worth its wake-ups, and none is kept.
+struct KeepTimer(Option<tokio::task::JoinHandle<()>>);
+
+impl KeepTimer {
+    fn start(call_timeout: Duration) -> KeepTimer {
+        let period = call_timeout / 2;
+        if period < Duration::from_millis(50) {
+            return KeepTimer(None);
+        }
+        KeepTimer(Some(tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(period).await;
+            }
+        })))
+    }
+}
+
+impl Drop for KeepTimer {
+    fn drop(&mut self) {
+        if let Some(task) = &self.0 {
+            task.abort();
+        }
+    }
+}
+
 /// Why a side closed.
 fn closed(why: &str) -> McpError {
     McpError::Transport(why.to_string())
@@ -337,9 +369,21 @@ pub(crate) fn build_pipeline(shared: &Shared) -> Option<Arc<Pipeline>> {
     } else if approve::host_elicits(&caps) {
         builder = builder.approver(approve::ProxyApprover::Elicit(shared.host.clone()));
     }
-    if let Some(audit) = &shared.audit {
-        let audit = audit.clone();
-        builder = builder.audit(Arc::new(move |r| audit.write_record(r)));
+    #[cfg(feature = "otel")]
+    let otel = crate::otel::active();
+    #[cfg(not(feature = "otel"))]
+    let otel = false;
+    // One sink for the audit line and the decision span.
+    if shared.audit.is_some() || otel {
+        let audit = shared.audit.clone();
+        builder = builder.audit(Arc::new(move |r| {
+            #[cfg(feature = "otel")]
+            crate::otel::note(r);
+            match &audit {
+                Some(audit) => audit.write_record(r),
+                None => Ok(()),
+            }
+        }));
     }
     match builder.build() {
         Ok(p) => {

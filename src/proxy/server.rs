@@ -134,7 +134,7 @@ impl<'de> serde::de::Visitor<'de> for UniqueKeysVisitor {
 /// any other line, or one this reading refuses (a member twice, say),
 /// which then takes the full path.
 pub(crate) fn relayed_note(line: &[u8]) -> Option<Vec<u8>> {
-    relayed_note_if(line, |method| {
+    relayed_note_if(line, true, |method| {
         !matches!(
             method,
             "notifications/cancelled" | "notifications/tools/list_changed"
@@ -143,7 +143,25 @@ pub(crate) fn relayed_note(line: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// [`relayed_note`] for the notifications whose method `relay` accepts.
-pub(crate) fn relayed_note_if(line: &[u8], relay: impl Fn(&str) -> bool) -> Option<Vec<u8>> {
+/// A line that cannot hold one (no `"notifications/` in it, nor, when
+/// `any_method`, a `"method"` member) is not read here at all: a call or
+/// an answer is parsed once, on the full path.
+pub(crate) fn relayed_note_if(
+    line: &[u8],
+    any_method: bool,
+    relay: impl Fn(&str) -> bool,
+) -> Option<Vec<u8>> {
+    // A string (a member's name, a method) written with escapes would not
+    // be found: that line takes the full path, which reads it as well.
+    let text = std::str::from_utf8(line).ok()?;
+    let may_hold = if any_method {
+        text.contains("\"method\"")
+    } else {
+        text.contains("\"notifications/")
+    };
+    if !may_hold {
+        return None;
+    }
     let note: RawNote<'_> = serde_json::from_slice(line).ok()?;
     if note.jsonrpc != "2.0" || note.id.0 || note.result.0 || note.error.0 || !relay(&note.method) {
         return None;
@@ -414,5 +432,27 @@ mod tests {
         ] {
             assert_eq!(relayed(line), None, "{line}");
         }
+    }
+
+    #[test]
+    fn a_line_that_cannot_be_a_notification_is_left_to_the_full_path() {
+        use crate::mcp::jsonrpc::Message;
+        // An answer, and a notification whose members are spelt with
+        // escapes: neither is read here; the full path reads both.
+        let answer = br#"{"jsonrpc":"2.0","id":7,"result":{"content":[]}}"#;
+        assert_eq!(relayed_note(answer), None);
+        assert!(matches!(Message::parse(answer), Ok(Message::Response(_))));
+        let escaped = br#"{"jsonrpc":"2.0","\u006dethod":"notifications\/message","params":{}}"#;
+        assert_eq!(relayed_note(escaped), None);
+        assert_eq!(relayed_note_if(escaped, false, |_| true), None);
+        match Message::parse(escaped) {
+            Ok(Message::Notification(n)) => assert_eq!(n.method, "notifications/message"),
+            other => panic!("{:?}", other.map(|m| m.to_line())),
+        }
+        // A host's call holds no `"notifications/`: not read here.
+        let call = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}"#;
+        assert_eq!(relayed_note_if(call, false, |_| true), None);
+        let note = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        assert!(relayed_note_if(note, false, |_| true).is_some());
     }
 }

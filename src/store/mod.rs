@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 pub use error::StoreError;
-pub use state::{Reloaded, Swapped, SUBSCRIBER_BACKLOG};
+pub use state::{BundleStamp, Reloaded, Swapped, SUBSCRIBER_BACKLOG};
 pub use status::{FileStatus, LastError, PolicyStatus, Status};
 pub use watch::Watch;
 
@@ -165,6 +165,29 @@ impl Store {
             .policies
             .get(name)
             .map(|e| Arc::clone(&e.policy))
+    }
+
+    /// The policy in force under that name and the bundle it came from
+    /// (`None` when the store does not run from a bundle), read from one
+    /// snapshot: the stamp is the one the policy was swapped in with.
+    pub fn get_stamped(&self, name: &str) -> (Option<Arc<Policy>>, Option<Arc<BundleStamp>>) {
+        let snapshot = self.shared.current.load();
+        (
+            snapshot.policies.get(name).map(|e| Arc::clone(&e.policy)),
+            snapshot.bundle.clone(),
+        )
+    }
+
+    /// Replaces every policy in force with those of a verified bundle, at
+    /// once, stamped with its revision and digest; returns the new
+    /// generation. Subscribers get one [`Swapped`] notice.
+    #[cfg(all(feature = "bundle", feature = "http"))]
+    pub(crate) fn install_bundle(
+        &self,
+        stamp: BundleStamp,
+        policies: Vec<state::BundledPolicy>,
+    ) -> u64 {
+        self.shared.install_bundle(stamp, policies)
     }
 
     /// Decides a request against the policy of that name; a name that is

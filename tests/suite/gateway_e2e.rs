@@ -13,18 +13,18 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-fn root() -> &'static Path {
+pub(crate) fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn package(name: &str) -> PathBuf {
+pub(crate) fn package(name: &str) -> PathBuf {
     root().join(format!(
         ".e2e/node/node_modules/@modelcontextprotocol/{name}/dist/index.js"
     ))
 }
 
 /// The SDK's Python, or `None` (skip).
-fn python() -> Option<PathBuf> {
+pub(crate) fn python() -> Option<PathBuf> {
     let python = root().join(".e2e/venv/bin/python");
     let servers = ["server-everything", "server-memory", "server-filesystem"];
     if python.exists() && servers.iter().all(|s| package(s).exists()) {
@@ -54,7 +54,7 @@ policy gw {
 /// A fresh folder with the policy, the servers file (everything, memory
 /// writing its pid first so a test can kill it, filesystem on `sandbox/`)
 /// and a tokens file (dana's and omar's); the script's config.
-fn world() -> (tempfile::TempDir, Value) {
+pub(crate) fn world() -> (tempfile::TempDir, Value) {
     let dir = tempfile::tempdir().unwrap();
     let sandbox = std::fs::canonicalize(dir.path()).unwrap().join("sandbox");
     std::fs::create_dir(&sandbox).unwrap();
@@ -102,7 +102,7 @@ fn world() -> (tempfile::TempDir, Value) {
 }
 
 /// Runs one scenario of `sdk_gateway.py` with this config.
-fn script(python: &Path, scenario: &str, cfg: &Value) -> Value {
+pub(crate) fn script(python: &Path, scenario: &str, cfg: &Value) -> Value {
     let out = Command::new(python)
         .arg(root().join("tests/e2e/sdk_gateway.py"))
         .arg(scenario)
@@ -126,9 +126,9 @@ fn run(scenario: &str) -> Option<(Value, tempfile::TempDir)> {
 }
 
 /// A gateway listening on loopback HTTP with the world's tokens file.
-struct Listening {
+pub(crate) struct Listening {
     child: std::process::Child,
-    url: String,
+    pub(crate) url: String,
 }
 
 impl Drop for Listening {
@@ -138,7 +138,7 @@ impl Drop for Listening {
     }
 }
 
-fn listen(dir: &Path, cfg: &Value) -> Listening {
+pub(crate) fn listen(dir: &Path, cfg: &Value) -> Listening {
     let stderr = PathBuf::from(cfg["stderr"].as_str().unwrap());
     let mut child = Command::new(crate::common::MCPPOL)
         .arg("gateway")
@@ -171,7 +171,7 @@ fn listen(dir: &Path, cfg: &Value) -> Listening {
     panic!("the gateway did not listen");
 }
 
-fn text(view: &Value) -> String {
+pub(crate) fn text(view: &Value) -> String {
     view["content"]
         .as_array()
         .map(|c| {

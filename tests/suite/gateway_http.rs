@@ -19,7 +19,7 @@ const POLICY: &str = r#"
 policy gw {
   default deny
   allow "a/echo" when principal == "dana"
-  allow "a/read_file"
+  allow "a/read_file", "a/change"
 }
 "#;
 
@@ -36,17 +36,22 @@ impl Drop for Gateway {
     }
 }
 
-fn start(dir: &Path, extra: &[&str]) -> Gateway {
-    start_with(dir, POLICY, extra)
+pub(crate) fn start(dir: &Path, extra: &[&str]) -> Gateway {
+    start_with(dir, POLICY, &["a"], extra)
 }
 
-/// [`start`] with another policy.
-pub(crate) fn start_with(dir: &Path, policy_text: &str, extra: &[&str]) -> Gateway {
+/// A gateway with this policy in front of the scripted server under each
+/// of `ids`; `TOKENS` in `extra` is a tokens file of dana's and omar's.
+pub(crate) fn start_with(dir: &Path, policy_text: &str, ids: &[&str], extra: &[&str]) -> Gateway {
     let policy = dir.join("gw.mcppol");
     std::fs::write(&policy, policy_text).unwrap();
     let servers = dir.join("servers.json");
     let entry = json!({"command": "python3", "args": [scripted_server()]});
-    std::fs::write(&servers, json!({"mcpServers": {"a": entry}}).to_string()).unwrap();
+    let all: serde_json::Map<String, Value> = ids
+        .iter()
+        .map(|id| (id.to_string(), entry.clone()))
+        .collect();
+    std::fs::write(&servers, json!({ "mcpServers": all }).to_string()).unwrap();
     // dana's and omar's tokens (the file holds them as they are: a test).
     let tokens = dir.join("tokens.json");
     std::fs::write(
@@ -140,7 +145,7 @@ pub(crate) fn http(
     (status, headers, body.to_string())
 }
 
-fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+pub(crate) fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
     headers
         .iter()
         .find(|(k, _)| k == name)
@@ -232,8 +237,13 @@ fn sessions_the_origin_check_and_the_http_errors() {
     assert_eq!(status, 400, "no session header");
     let (status, _, _) = http(&g, "POST", "/mcp", &[("mcp-session-id", "0123")], tools);
     assert_eq!(status, 404, "an unknown session");
-    let (status, h, _) = http(&g, "GET", "/mcp", &[("mcp-session-id", &session)], "");
-    assert_eq!((status, header(&h, "allow")), (405, Some("POST, DELETE")));
+    let (status, _, _) = http(&g, "GET", "/mcp", &[("mcp-session-id", &session)], "");
+    assert_eq!(status, 406, "a GET that does not accept an event stream");
+    let (status, h, _) = http(&g, "PUT", "/mcp", &[("mcp-session-id", &session)], "");
+    assert_eq!(
+        (status, header(&h, "allow")),
+        (405, Some("GET, POST, DELETE"))
+    );
     let (status, _, _) = http(
         &g,
         "POST",
@@ -353,6 +363,76 @@ fn a_bearer_token_names_the_principal_and_no_token_is_401() {
     drop(g);
 }
 
+/// Reads `s` until `text` has come (or the peer closes); what was read.
+fn read_until(s: &mut TcpStream, text: &str) -> String {
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains(text) {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => seen.extend_from_slice(&buf[..n]),
+            Err(e) => panic!(
+                "reading the GET stream: {e}; read so far:\n{}",
+                String::from_utf8_lossy(&seen)
+            ),
+        }
+    }
+    String::from_utf8_lossy(&seen).into_owned()
+}
+
+#[test]
+fn a_get_stream_brings_a_json_only_client_the_servers_notifications() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = start(dir.path(), &[]);
+    let session = open(&g, &[]);
+    let (status, _, _) = http(&g, "GET", "/mcp", &[("accept", "text/event-stream")], "");
+    assert_eq!(status, 400, "a GET without a session");
+    // The session's GET stream, held open.
+    let mut get = TcpStream::connect(&g.addr).unwrap();
+    get.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let req = format!(
+        "GET /mcp HTTP/1.1\r\nhost: {}\r\naccept: text/event-stream\r\nmcp-session-id: {session}\r\n\r\n",
+        g.addr
+    );
+    get.write_all(req.as_bytes()).unwrap();
+    let head = read_until(&mut get, "\r\n\r\n");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(head.contains("text/event-stream"), "{head}");
+    // One a session.
+    let (status, _, _) = http(
+        &g,
+        "GET",
+        "/mcp",
+        &[
+            ("accept", "text/event-stream"),
+            ("mcp-session-id", &session),
+        ],
+        "",
+    );
+    assert_eq!(status, 409, "a second GET stream");
+    // A call answered with JSON; the server's `list_changed` comes on the
+    // GET stream, not in the POST's answer.
+    let changed = call(&g, &session, &[], "a__change", json!({}));
+    assert_eq!(
+        changed["result"]["content"][0]["text"], "changed",
+        "{changed}"
+    );
+    let events = read_until(&mut get, "notifications/tools/list_changed");
+    assert!(
+        events.contains(r#""method":"notifications/tools/list_changed""#),
+        "{events}"
+    );
+    // The session ends: so does its stream.
+    let (status, _, _) = http(&g, "DELETE", "/mcp", &[("mcp-session-id", &session)], "");
+    assert_eq!(status, 204);
+    // (the chunked body's last chunk, empty)
+    let rest = read_until(&mut get, "0\r\n\r\n");
+    assert!(
+        rest.ends_with("0\r\n\r\n"),
+        "the stream did not end: {rest}"
+    );
+}
+
 /// Budgets over HTTP: every session of one gateway counts in one store
 /// (`limit ... 3 per day`), and `per session` counts each
 /// `Mcp-Session-Id` apart.
@@ -366,7 +446,7 @@ policy gw {
   allow "a/echo"
 }
 "#;
-    let g = start_with(dir.path(), policy, &[]);
+    let g = start_with(dir.path(), policy, &["a"], &[]);
     let (s1, s2) = (open(&g, &[]), open(&g, &[]));
     let ok = |v: &Value| v["result"]["isError"] != true && v.get("error").is_none();
     let mut seen = Vec::new();

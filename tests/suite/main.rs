@@ -25,6 +25,12 @@ mod common;
 mod authoring_cli;
 #[cfg(feature = "pipeline")]
 mod budgets;
+#[cfg(feature = "cli")]
+mod bundle;
+#[cfg(all(feature = "cli", feature = "pipeline", feature = "http"))]
+mod bundle_front_doors;
+#[cfg(all(feature = "cli", feature = "http"))]
+mod bundle_serve;
 #[cfg(feature = "pipeline")]
 mod claude_command_hooks;
 #[cfg(feature = "cli")]
@@ -52,6 +58,14 @@ mod gateway;
 mod gateway_e2e;
 #[cfg(all(feature = "cli", feature = "http"))]
 mod gateway_http;
+#[cfg(all(feature = "cli", feature = "http"))]
+mod gateway_liveness;
+#[cfg(all(feature = "cli", feature = "http"))]
+mod gateway_load;
+#[cfg(all(feature = "cli", feature = "http"))]
+mod gateway_sdk_http;
+#[cfg(all(feature = "cli", feature = "http"))]
+mod gateway_stateless;
 #[cfg(feature = "cli")]
 mod hosts;
 #[cfg(feature = "cli")]
@@ -66,6 +80,8 @@ mod lint;
 mod loose_matching;
 #[cfg(feature = "pipeline")]
 mod mcp_stdio;
+#[cfg(feature = "otel")]
+mod otlp;
 #[cfg(feature = "pipeline")]
 mod pipeline;
 #[cfg(feature = "pipeline")]

@@ -108,7 +108,7 @@ fn replicas(dir: &Path, redis: &Redis, policy: &str) -> [Gateway; 2] {
     [0, 1].map(|i| {
         let d = dir.join(format!("replica{i}"));
         std::fs::create_dir_all(&d).unwrap();
-        start_with(&d, policy, &["--state", &url])
+        start_with(&d, policy, &["a"], &["--state", &url])
     })
 }
 

@@ -328,6 +328,137 @@ fn with_tokens_every_caller_needs_one_and_decides_as_its_principal() {
     assert_eq!(r.json()["hookSpecificOutput"]["permissionDecision"], "deny");
 }
 
+/// A P-256 signing key and its public JWK (`kid` "k1"), as the gateway's
+/// JWT tests make them: a PKCS#8 wrapper around a scalar from a digest.
+fn jwt_key_pair() -> (jsonwebtoken::EncodingKey, Value) {
+    use sha2::Digest;
+    let seed = format!("{:?}/serve-jwks", std::time::SystemTime::now());
+    let scalar = sha2::Sha256::digest(seed.as_bytes());
+    let mut der = vec![
+        0x30, 0x41, 0x02, 0x01, 0x00, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02,
+        0x01, 0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x04, 0x27, 0x30, 0x25,
+        0x02, 0x01, 0x01, 0x04, 0x20,
+    ];
+    der.extend_from_slice(&scalar);
+    let signing = jsonwebtoken::EncodingKey::from_ec_der(&der);
+    let jwk = jsonwebtoken::jwk::Jwk::from_encoding_key(&signing, jsonwebtoken::Algorithm::ES256)
+        .unwrap();
+    let mut public = serde_json::to_value(&jwk).unwrap();
+    public["kid"] = json!("k1");
+    public["use"] = json!("sig");
+    (signing, public)
+}
+
+fn jwt(key: &jsonwebtoken::EncodingKey, claims: &Value) -> String {
+    let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256);
+    header.kid = Some("k1".to_string());
+    jsonwebtoken::encode(&header, claims, key).unwrap()
+}
+
+#[test]
+fn with_jwks_a_signed_token_names_the_principal_and_a_bad_one_is_401() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("p.mcppol");
+    std::fs::write(
+        &policy,
+        "policy p {\n  allow ops: \"ops/status\" when principal == \"dana\"\n}\n",
+    )
+    .unwrap();
+    let (key, public) = jwt_key_pair();
+    let jwks = dir.path().join("jwks.json");
+    std::fs::write(&jwks, json!({ "keys": [public] }).to_string()).unwrap();
+    let server = start_with(
+        &policy,
+        &dir.path().join("state"),
+        &[
+            "--jwks",
+            jwks.to_str().unwrap(),
+            "--issuer",
+            "https://idp.test",
+            "--audience",
+            "mcppol",
+        ],
+    );
+    let exp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 300;
+    let claims = |sub: &str, aud: &str| json!({"iss": "https://idp.test", "aud": aud, "sub": sub, "exp": exp});
+    let dana = jwt(&key, &claims("dana", "mcppol"));
+    let omar = jwt(&key, &claims("omar", "mcppol"));
+    let elsewhere = jwt(&key, &claims("dana", "another-service"));
+    let request = br#"{"tool": "ops/status", "principal": "mallory"}"#;
+
+    assert_eq!(http(&server, "GET", "/healthz", b"").status, 200);
+    // No token, a token for another audience, a token that is not a JWT:
+    // 401 before anything else.
+    let r = http(&server, "POST", "/v1/decide", request);
+    assert_eq!(r.status, 401);
+    assert!(
+        r.headers.contains("www-authenticate: bearer"),
+        "{}",
+        r.headers
+    );
+    let r = http_as(&server, Some(&elsewhere), "POST", "/v1/decide", request);
+    assert_eq!(r.status, 401, "{}", r.body);
+    assert!(r.body.contains("invalid token"), "{}", r.body);
+    let r = http_as(&server, Some("not.a.jwt"), "GET", "/v1/status", b"");
+    assert_eq!(r.status, 401);
+    // The token's `sub` is the principal, whatever the body says.
+    let r = http_as(&server, Some(&dana), "POST", "/v1/decide", request);
+    assert_eq!(
+        (r.status, r.json()["decision"].clone()),
+        (200, json!("allow")),
+        "{}",
+        r.body
+    );
+    // Another principal: no rule allows it, the default (ask) applies.
+    let r = http_as(&server, Some(&omar), "POST", "/v1/decide", request);
+    assert_eq!(r.json()["source"], "default", "{}", r.body);
+    assert_eq!(
+        http_as(&server, Some(&dana), "GET", "/v1/status", b"").status,
+        200
+    );
+    // A hook without a token is refused in the host's blocking form.
+    let r = http(&server, "POST", "/v1/hooks/claude", b"{}");
+    assert_eq!(r.json()["hookSpecificOutput"]["permissionDecision"], "deny");
+}
+
+#[test]
+fn serve_jwks_needs_issuer_and_audience_and_a_readable_key_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = crate::common::mcppol()
+        .args([
+            "serve",
+            "--policy",
+            "policies/coding-agent.mcppol",
+            "--jwks",
+            "jwks.json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--issuer"));
+    let missing = dir.path().join("missing.json");
+    let out = crate::common::mcppol()
+        .args([
+            "serve",
+            "--listen",
+            "0.0.0.0:0",
+            "--policy",
+            "policies/coding-agent.mcppol",
+            "--jwks",
+        ])
+        .arg(&missing)
+        .args(["--issuer", "https://idp.test", "--audience", "mcppol"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.starts_with("error: --jwks: "), "{stderr}");
+}
+
 #[test]
 fn serve_refuses_to_listen_off_loopback() {
     let out = crate::common::mcppol()

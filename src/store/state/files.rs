@@ -297,6 +297,7 @@ impl State {
         current.store(Arc::new(Snapshot {
             generation,
             policies,
+            bundle: super::old_bundle(current),
         }));
         self.notify(&super::Swapped {
             generation,

@@ -9,6 +9,10 @@
 //! holds one file's part of a refresh.
 
 mod files;
+#[cfg(all(feature = "bundle", feature = "http"))]
+mod install;
+#[cfg(all(feature = "bundle", feature = "http"))]
+pub(crate) use install::BundledPolicy;
 
 use crate::diagnostics::codes;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -33,6 +37,9 @@ use files::{io_error, is_clash, walk, Outcome};
 pub(crate) enum Owner {
     File(PathBuf),
     Update,
+    /// A file of the bundle in force (its path inside the bundle).
+    #[cfg(all(feature = "bundle", feature = "http"))]
+    Bundle(String),
 }
 
 /// One policy in force.
@@ -50,6 +57,24 @@ pub(crate) struct Entry {
 pub(crate) struct Snapshot {
     pub generation: u64,
     pub policies: HashMap<String, Entry>,
+    /// The bundle these policies came from, when they did: swapped with
+    /// them, so a decision and the revision it names always agree.
+    pub bundle: Option<Arc<BundleStamp>>,
+}
+
+/// The bundle a store's policies came from (`--bundle`): what every
+/// decision log line of a front door running from a bundle names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BundleStamp {
+    /// The bundle's revision.
+    pub revision: String,
+    /// `sha256:` of the whole bundle file.
+    pub digest: String,
+}
+
+/// The stamp of the snapshot in force (a file load or an update keeps it).
+pub(crate) fn old_bundle(current: &ArcSwap<Snapshot>) -> Option<Arc<BundleStamp>> {
+    current.load().bundle.clone()
 }
 
 /// What the store was asked to hold.
@@ -366,6 +391,7 @@ impl Shared {
         self.current.store(Arc::new(Snapshot {
             generation,
             policies,
+            bundle: old_bundle(&self.current),
         }));
         state.notify(&Swapped {
             generation,
@@ -410,6 +436,8 @@ impl Shared {
                         state.files.get(path).and_then(|f| f.error.clone()),
                     ),
                     Owner::Update => (None, state.update_errors.get(name).cloned()),
+                    #[cfg(all(feature = "bundle", feature = "http"))]
+                    Owner::Bundle(path) => (Some(PathBuf::from(path)), None),
                 };
                 PolicyStatus {
                     name: name.clone(),
