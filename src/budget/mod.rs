@@ -15,7 +15,7 @@
 //!   none, atomically: if any is spent, the call is denied instead.
 //!
 //! A store that cannot count (full, or unreachable) answers
-//! [`Room::Unavailable`], which counts as spent: a budget never lets a call
+//! [`Room::Unavailable`](crate::budget::Room::Unavailable), which counts as spent: a budget never lets a call
 //! through because its state was missing.
 //!
 //! Windows are fixed: a budget of N per hour holds N allowed calls from

@@ -9,7 +9,7 @@
 //! script alone).
 //!
 //! Every command is bounded ([`COMMAND_TIMEOUT`]); an error or a timeout is
-//! [`Room::Unavailable`], which counts as spent: with Redis down, no call a
+//! [`Room::Unavailable`](crate::budget::Room::Unavailable), which counts as spent: with Redis down, no call a
 //! budget matches is allowed. The connection manager reconnects by itself,
 //! so counting resumes when Redis is back.
 
