@@ -115,6 +115,15 @@ impl Charges {
     /// their windows as of `now` (seconds since the Unix epoch).
     pub fn of(policy: &Policy, server: &str, tool: &str, caller: Caller<'_>, now: u64) -> Self {
         let limits = policy.limits_for(server, tool);
+        if limits.is_empty() {
+            // Every call of a policy without budgets passes here: nothing
+            // to name or allocate.
+            return Charges {
+                charges: Vec::new(),
+                ids: Vec::new(),
+                policy: None,
+            };
+        }
         let mut out = Charges {
             charges: Vec::with_capacity(limits.len()),
             ids: Vec::with_capacity(limits.len()),
