@@ -42,6 +42,11 @@ for server in server-everything server-memory; do
 done
 
 # The extension, built (release, abi3) and installed as a user would.
+# MCPPOL_EXT_PROFILE=dev (what .ci/run sets) builds it in the dev profile:
+# the same code in a third of the time.
+if [ "${MCPPOL_EXT_PROFILE:-release}" = dev ]; then
+  export MATURIN_PEP517_ARGS="--profile dev"
+fi
 start=$(date +%s)
 "${pip[@]}" --no-build-isolation --force-reinstall --no-deps ./bindings/python
 echo "bindings/python: built and installed in $(( $(date +%s) - start )) s"
