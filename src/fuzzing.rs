@@ -116,6 +116,7 @@ pub mod proxy {
             call_timeout: options.call_timeout,
             shape: Some(crate::pipeline::DEFAULT_MAX_RESULT_BYTES),
             protected: crate::protected::Protected::new(),
+            state: None,
         };
         serve_session(
             session,

@@ -96,6 +96,10 @@ mod protected;
 mod proxy;
 #[cfg(feature = "pipeline")]
 pub mod servers;
+// Grants and taint shared by replicas (`--state`): the gateway's and the
+// command line's.
+#[cfg(all(feature = "cli", feature = "pipeline"))]
+mod shared_state;
 mod shell;
 #[cfg(feature = "store")]
 mod store;

@@ -134,8 +134,8 @@ pub struct GatewayArgs {
     #[arg(long = "max-pending", value_name = "N", default_value_t = 1024)]
     max_pending: usize,
     /// Where replicas share state: `redis://HOST:PORT/DB` keeps the
-    /// budgets' counters in that Redis (see docs/fleet.md); without it,
-    /// this process's memory.
+    /// budgets' counters, the grants and the taint in that Redis (see
+    /// docs/fleet.md); without it, this process's memory.
     #[arg(long, value_name = "URL")]
     state: Option<String>,
     /// How long the taint of a host that speaks 2026-07-28 (no session)
@@ -265,6 +265,7 @@ pub fn run(args: GatewayArgs) -> u8 {
         taint: None,
         session: None,
         budgets: Arc::new(crate::MemoryBudgets::new()),
+        shared: None,
         #[cfg(feature = "http")]
         metrics: None,
     };
@@ -283,13 +284,16 @@ pub fn run(args: GatewayArgs) -> u8 {
         )));
     }
     // The Redis connection manager runs on this runtime.
-    let budgets = {
+    let state = {
         let _entered = runtime.enter();
-        super::state::budgets(args.state.as_deref())
+        super::state::open(args.state.as_deref())
     };
     let mut config = config;
-    match budgets {
-        Ok(b) => config.budgets = b,
+    match state {
+        Ok((budgets, shared)) => {
+            config.budgets = budgets;
+            config.shared = shared;
+        }
         Err(e) => return usage_error(&e, None),
     }
     #[cfg(feature = "http")]

@@ -87,6 +87,12 @@ pub struct ProxyArgs {
     /// The cap of a tool result shaped for the model (bytes of JSON).
     #[arg(long = "max-result-bytes", value_name = "N", default_value_t = crate::pipeline::DEFAULT_MAX_RESULT_BYTES)]
     max_result_bytes: usize,
+    /// Where the budgets' counters and the grants (`allow always`) live:
+    /// `redis://HOST:PORT/DB` shares them with every proxy, gateway and
+    /// `serve` that names that Redis (see docs/fleet.md); without it, this
+    /// process's memory.
+    #[arg(long, value_name = "URL")]
+    state: Option<String>,
     /// Export one span per governed request, and the decision metrics, to
     /// this OpenTelemetry collector (OTLP over HTTP: its base URL, such as
     /// `http://127.0.0.1:4318`); without it, `OTEL_EXPORTER_OTLP_ENDPOINT`
@@ -333,6 +339,19 @@ pub fn run(mut args: ProxyArgs) -> u8 {
     };
     #[cfg(feature = "http")]
     let protected = bundle_source::protect_local(&args.bundle, protected);
+    // The Redis connection manager runs on this runtime.
+    let state = {
+        let _entered = runtime.enter();
+        super::state::open(args.state.as_deref())
+    };
+    let state = match state {
+        Ok((_, None)) => None,
+        Ok((budgets, Some(shared))) => Some(proxy::SharedState {
+            budgets,
+            grants: shared.grants,
+        }),
+        Err(e) => return usage_error(&e, None),
+    };
     let config = Config {
         session: Session {
             server_id: launch.server_id,
@@ -347,6 +366,7 @@ pub fn run(mut args: ProxyArgs) -> u8 {
             call_timeout: args.call_timeout,
             shape: (!args.no_shape).then_some(args.max_result_bytes),
             protected,
+            state,
         },
         command: launch.command,
         env: launch.env,

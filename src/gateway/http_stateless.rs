@@ -34,9 +34,10 @@ fn principal_session(
     drop(sessions);
     let mut config = session_config(app, principal);
     let ttl = config.taint_ttl;
+    let shared = config.shared.as_ref().map(|s| s.taint.clone());
     let taint = lock(&app.taints)
         .entry(name.clone())
-        .or_insert_with(|| Arc::new(Taint::expiring(ttl)))
+        .or_insert_with(|| Arc::new(Taint::expiring(ttl, name.as_deref(), shared)))
         .clone();
     config.taint = Some(taint);
     let max_line = config.max_line_bytes;

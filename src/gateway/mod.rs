@@ -10,7 +10,8 @@
 //!   `transport.rs`: the connection as the pipeline's transport;
 //!   `notes.rs`: a server's notifications to the host;
 //! - `host.rs`: what the host sends; `requests.rs`: each request served;
-//! - `taint.rs`: the session's taint, kept by the gateway itself;
+//! - `taint.rs`: the session's taint, kept by the gateway itself (and in
+//!   Redis with `--state`, as the grants are);
 //! - `stateless.rs`: MCP 2026-07-28 on the host side (no session,
 //!   `server/discover`, `_meta`, the routing headers);
 //!   `input_required.rs`: an ask put to such a host; over HTTP,
@@ -95,6 +96,9 @@ pub(crate) struct Config {
     pub(crate) session: Option<String>,
     /// The budgets' counters, shared by every session and server.
     pub(crate) budgets: Arc<dyn crate::Budgets>,
+    /// Grants and taint shared by replicas (`--state`); `None`: each
+    /// session keeps its own in memory.
+    pub(crate) shared: Option<crate::shared_state::SharedState>,
     /// Prometheus metrics (`--metrics`), shared by every session.
     #[cfg(feature = "http")]
     pub(crate) metrics: Option<Arc<metrics::Metrics>>,
@@ -329,6 +333,7 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let host = Arc::new(Peer::start("host", host_out, config.max_pending, None));
+    let shared_grants = config.shared.as_ref().map(|s| s.grants.clone());
     let gw = Arc::new(Shared {
         store: config.store,
         policy_name: config.policy_name,
@@ -337,10 +342,16 @@ where
         upstreams: config
             .servers
             .into_iter()
-            .map(|s| Arc::new(upstream::Upstream::new(s)))
+            .map(|s| Arc::new(upstream::Upstream::new(s, shared_grants.clone())))
             .collect(),
         separator: config.separator,
-        taint: config.taint.unwrap_or_default(),
+        taint: config.taint.unwrap_or_else(|| {
+            Arc::new(taint::Taint::session(
+                config.session.as_deref(),
+                config.shared.as_ref().map(|s| s.taint.clone()),
+                config.taint_ttl,
+            ))
+        }),
         taint_ttl: config.taint_ttl,
         stateless_host: std::sync::atomic::AtomicBool::new(false),
         asks: Arc::default(),

@@ -323,7 +323,7 @@ fn unknown_resource(uri: &str) -> RpcError {
 }
 
 /// The options of a governed request, with the session's taint.
-fn governed(gw: &Shared, params: &Value, own: &[&str], handle: &CallHandle) -> CallOptions {
+async fn governed(gw: &Shared, params: &Value, own: &[&str], handle: &CallHandle) -> CallOptions {
     // A stateless host's retry keys (`input_required`) are the gateway's,
     // never a server's.
     let own: Vec<&str> = own
@@ -336,7 +336,9 @@ fn governed(gw: &Shared, params: &Value, own: &[&str], handle: &CallHandle) -> C
         // Translated for the server: the 2026 envelope is the gateway's.
         opts.meta = opts.meta.as_ref().and_then(stateless::server_meta);
     }
-    opts.taint = gw.taint.servers();
+    let taint = gw.taint.servers().await;
+    opts.taint = taint.servers;
+    opts.taint_unknown = taint.unknown;
     opts.principal.clone_from(&gw.principal);
     opts.assigns.clone_from(&gw.assigns);
     opts.session.clone_from(&gw.session);
@@ -402,13 +404,13 @@ pub(super) async fn call_tool(
             "tools/call: `arguments` is not an object",
         ));
     }
-    let opts = governed(gw, params, &["name", "arguments"], handle);
+    let opts = governed(gw, params, &["name", "arguments"], handle).await;
     let p = &live.pipeline;
     let started = std::time::Instant::now();
     let out = p.call_tool(own, args, &opts).await;
     gw.took(server, started);
     if from_server(&out) {
-        gw.taint.add(server);
+        gw.taint.add(server).await;
     }
     let raw = handle.take_kept();
     let mut answer = match out {
@@ -464,12 +466,12 @@ async fn read_resource(
         };
         refused_request(gw, "", TargetKind::Resource, Some(uri), reason);
     })?;
-    let opts = governed(gw, params, &["uri"], handle);
+    let opts = governed(gw, params, &["uri"], handle).await;
     let started = std::time::Instant::now();
     let out = live.pipeline.read_resource(uri, &opts).await;
     gw.took(&server, started);
     if from_server(&out) {
-        gw.taint.add(&server);
+        gw.taint.add(&server).await;
     }
     match out {
         Err(e) if e.rpc.is_none() && !matches!(e.kind, ErrorKind::Denied | ErrorKind::Hook) => {
@@ -506,7 +508,7 @@ async fn get_prompt(
             "connection_failed",
         )
     })?;
-    let opts = governed(gw, params, &["name", "arguments"], handle);
+    let opts = governed(gw, params, &["name", "arguments"], handle).await;
     let started = std::time::Instant::now();
     let out = live
         .pipeline
@@ -514,7 +516,7 @@ async fn get_prompt(
         .await;
     gw.took(server, started);
     if from_server(&out) {
-        gw.taint.add(server);
+        gw.taint.add(server).await;
     }
     match out {
         Err(e) if e.rpc.is_none() && !matches!(e.kind, ErrorKind::Denied | ErrorKind::Hook) => {

@@ -40,7 +40,8 @@ pub(crate) struct Upstream {
     spec: ServerSpec,
     state: RwLock<State>,
     /// `allow_always` grants, per principal, kept across restarts of the
-    /// server (a restart is not a new approval).
+    /// server (a restart is not a new approval); with `--state`, shared by
+    /// every session and replica.
     grants: Arc<dyn Grants>,
 }
 
@@ -65,12 +66,14 @@ pub(crate) struct Live {
 }
 
 impl Upstream {
-    pub(crate) fn new(spec: ServerSpec) -> Upstream {
+    /// A server of a session, its grants in `grants` (`--state`: every
+    /// replica's) or else its own in memory.
+    pub(crate) fn new(spec: ServerSpec, grants: Option<Arc<dyn Grants>>) -> Upstream {
         Upstream {
             id: spec.id.clone(),
             spec,
             state: RwLock::new(State::Starting),
-            grants: Arc::new(MemoryGrants::new(Arc::new(SystemClock))),
+            grants: grants.unwrap_or_else(|| Arc::new(MemoryGrants::new(Arc::new(SystemClock)))),
         }
     }
 

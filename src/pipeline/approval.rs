@@ -159,20 +159,41 @@ pub struct Grant {
     pub expires: Duration,
 }
 
+/// A shared store (Redis) that could not be read or written in time. A
+/// grant that cannot be read counts as no grant (the call is asked about
+/// again); a grant that cannot be written is asked about again next time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateUnavailable(pub String);
+
+impl std::fmt::Display for StateUnavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the shared state is unavailable: {}", self.0)
+    }
+}
+
+impl std::error::Error for StateUnavailable {}
+
+/// What a [`Grants`] store answers: a boxed future (a shared store talks
+/// to another process), `Err` when the store could not answer.
+pub type StateFuture<'a, T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, StateUnavailable>> + Send + 'a>>;
+
 /// Where grants live. The in-memory [`MemoryGrants`] is the default; a
-/// fleet can keep them in a shared store behind this trait.
+/// fleet keeps them in a shared store (`--state redis://`) behind this
+/// trait. Every method may fail ([`StateUnavailable`]); the pipeline reads
+/// a failed [`Grants::is_live`] as no grant, never as one.
 pub trait Grants: Send + Sync + 'static {
     /// Records a grant for `ttl`.
-    fn record(&self, key: GrantKey, ttl: Duration);
+    fn record(&self, key: GrantKey, ttl: Duration) -> StateFuture<'_, ()>;
     /// Whether a live grant matches exactly.
-    fn is_live(&self, key: &GrantKey) -> bool;
+    fn is_live<'a>(&'a self, key: &'a GrantKey) -> StateFuture<'a, bool>;
     /// Every live grant.
-    fn list(&self) -> Vec<Grant>;
+    fn list(&self) -> StateFuture<'_, Vec<Grant>>;
     /// Revokes every grant of one principal (`None`: the grants made
     /// without one); returns how many.
-    fn revoke(&self, principal: Option<&str>) -> usize;
+    fn revoke<'a>(&'a self, principal: Option<&'a str>) -> StateFuture<'a, usize>;
     /// Revokes every grant.
-    fn clear(&self);
+    fn clear(&self) -> StateFuture<'_, ()>;
 }
 
 /// Grants in memory, with an injectable clock.
@@ -209,8 +230,8 @@ impl MemoryGrants {
     }
 }
 
-impl Grants for MemoryGrants {
-    fn record(&self, key: GrantKey, ttl: Duration) {
+impl MemoryGrants {
+    fn record_now(&self, key: GrantKey, ttl: Duration) {
         let now = self.clock.now();
         let mut g = self.lock();
         if g.len() >= MAX_GRANTS {
@@ -223,12 +244,12 @@ impl Grants for MemoryGrants {
         g.insert(key, now.saturating_add(ttl));
     }
 
-    fn is_live(&self, key: &GrantKey) -> bool {
+    fn is_live_now(&self, key: &GrantKey) -> bool {
         let now = self.clock.now();
         self.lock().get(key).is_some_and(|exp| *exp > now)
     }
 
-    fn list(&self) -> Vec<Grant> {
+    fn list_now(&self) -> Vec<Grant> {
         let now = self.clock.now();
         let mut out: Vec<Grant> = self
             .lock()
@@ -243,15 +264,57 @@ impl Grants for MemoryGrants {
         out
     }
 
-    fn revoke(&self, principal: Option<&str>) -> usize {
+    fn revoke_now(&self, principal: Option<&str>) -> usize {
         let mut g = self.lock();
         let before = g.len();
         g.retain(|k, _| k.principal.as_deref() != principal);
         before - g.len()
     }
+}
 
-    fn clear(&self) {
+// Memory always answers: each future is ready at once.
+impl Grants for MemoryGrants {
+    fn record(&self, key: GrantKey, ttl: Duration) -> StateFuture<'_, ()> {
+        self.record_now(key, ttl);
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn is_live<'a>(&'a self, key: &'a GrantKey) -> StateFuture<'a, bool> {
+        Box::pin(std::future::ready(Ok(self.is_live_now(key))))
+    }
+
+    fn list(&self) -> StateFuture<'_, Vec<Grant>> {
+        Box::pin(std::future::ready(Ok(self.list_now())))
+    }
+
+    fn revoke<'a>(&'a self, principal: Option<&'a str>) -> StateFuture<'a, usize> {
+        Box::pin(std::future::ready(Ok(self.revoke_now(principal))))
+    }
+
+    fn clear(&self) -> StateFuture<'_, ()> {
         self.lock().clear();
+        Box::pin(std::future::ready(Ok(())))
+    }
+}
+
+/// Whether a live grant matches `key`, read fail closed: a store that
+/// cannot answer counts as no grant (the call is asked about again), with
+/// a warning.
+pub(crate) async fn is_live_or_not(grants: &dyn Grants, key: &GrantKey) -> bool {
+    match grants.is_live(key).await {
+        Ok(live) => live,
+        Err(e) => {
+            tracing::warn!(target: "mcppol::grants", error = %e, "a grant could not be read: the call is asked about again");
+            false
+        }
+    }
+}
+
+/// Records a grant; a store that cannot take it is logged (the next call
+/// is asked about again).
+pub(crate) async fn record_or_warn(grants: &dyn Grants, key: GrantKey, ttl: Duration) {
+    if let Err(e) = grants.record(key, ttl).await {
+        tracing::warn!(target: "mcppol::grants", error = %e, "a grant could not be recorded: the next call is asked about again");
     }
 }
 
@@ -268,23 +331,28 @@ mod tests {
         }
     }
 
-    #[test]
-    fn grants_expire_and_are_per_principal_and_definition() {
+    async fn now<T>(f: StateFuture<'_, T>) -> T {
+        f.await
+            .unwrap_or_else(|e| panic!("memory grants failed: {e}"))
+    }
+
+    #[tokio::test]
+    async fn grants_expire_and_are_per_principal_and_definition() {
         let clock = Arc::new(ManualClock::new(Duration::from_secs(1000)));
         let g = MemoryGrants::new(clock.clone());
-        g.record(key(Some("ann"), "sha256:a"), Duration::from_secs(60));
-        g.record(key(None, "sha256:a"), Duration::from_secs(600));
-        assert!(g.is_live(&key(Some("ann"), "sha256:a")));
-        assert!(!g.is_live(&key(Some("bob"), "sha256:a")));
-        assert!(!g.is_live(&key(Some("ann"), "sha256:b")));
-        assert_eq!(g.list().len(), 2);
+        now(g.record(key(Some("ann"), "sha256:a"), Duration::from_secs(60))).await;
+        now(g.record(key(None, "sha256:a"), Duration::from_secs(600))).await;
+        assert!(now(g.is_live(&key(Some("ann"), "sha256:a"))).await);
+        assert!(!now(g.is_live(&key(Some("bob"), "sha256:a"))).await);
+        assert!(!now(g.is_live(&key(Some("ann"), "sha256:b"))).await);
+        assert_eq!(now(g.list()).await.len(), 2);
         clock.advance(Duration::from_secs(60));
-        assert!(!g.is_live(&key(Some("ann"), "sha256:a")));
-        assert_eq!(g.list().len(), 1);
-        assert_eq!(g.revoke(None), 1);
-        assert!(g.list().is_empty());
-        g.record(key(Some("ann"), "sha256:a"), Duration::from_secs(60));
-        g.clear();
-        assert!(g.list().is_empty());
+        assert!(!now(g.is_live(&key(Some("ann"), "sha256:a"))).await);
+        assert_eq!(now(g.list()).await.len(), 1);
+        assert_eq!(now(g.revoke(None)).await, 1);
+        assert!(now(g.list()).await.is_empty());
+        now(g.record(key(Some("ann"), "sha256:a"), Duration::from_secs(60))).await;
+        now(g.clear()).await;
+        assert!(now(g.list()).await.is_empty());
     }
 }

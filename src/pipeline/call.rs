@@ -117,7 +117,9 @@ impl Pipeline {
         if let Err(e) = check_arguments(&arguments) {
             return Err(refused(e, false, &arguments));
         }
-        let state = self.approval_state(name, &entry, opts.principal.as_deref());
+        let state = self
+            .approval_state(name, &entry, opts.principal.as_deref())
+            .await;
         let base = LazyCtx::new(self, opts);
         let mut call = ToolCall {
             server: self.server.clone(),
@@ -426,7 +428,11 @@ impl Pipeline {
             .as_deref()
             .map(|fp| self.grant_key(principal, &call.name, fp));
         let tool = Some(call.name.as_str());
-        if key.as_ref().is_some_and(|k| self.grants.is_live(k)) {
+        let granted = match &key {
+            Some(k) => super::approval::is_live_or_not(self.grants.as_ref(), k).await,
+            None => false,
+        };
+        if granted {
             if let Some(refusal) = spent(charges).await {
                 return Err(over_budget(refusal));
             }
@@ -517,7 +523,7 @@ impl Pipeline {
                 // The person's grant stands even when this call is over
                 // its budget: it settles later asks, not budgets.
                 if let Some(k) = key {
-                    self.grants.record(k, self.grant_ttl);
+                    super::approval::record_or_warn(self.grants.as_ref(), k, self.grant_ttl).await;
                 }
                 if let Some(refusal) = spent(charges).await {
                     return Err(over_budget(refusal));

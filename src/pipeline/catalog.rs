@@ -178,7 +178,9 @@ impl Pipeline {
 
     /// The tool against its approved fingerprint; a live grant for the
     /// principal approves its fingerprint.
-    pub(super) fn approval_state(
+    /// A grant that cannot be read counts as none (the state stays as the
+    /// baseline has it).
+    pub(super) async fn approval_state(
         &self,
         name: &str,
         entry: &ToolEntry,
@@ -204,10 +206,14 @@ impl Pipeline {
         };
         match (state, fp) {
             (ToolApproval::Approved, _) | (_, None) => state,
-            (_, Some(fp)) if self.grants.is_live(&self.grant_key(principal, name, fp)) => {
-                ToolApproval::Approved
+            (_, Some(fp)) => {
+                let key = self.grant_key(principal, name, fp);
+                if super::approval::is_live_or_not(self.grants.as_ref(), &key).await {
+                    ToolApproval::Approved
+                } else {
+                    state
+                }
             }
-            _ => state,
         }
     }
 
@@ -229,33 +235,36 @@ impl Pipeline {
         // With `pin_tools off` a changed definition is the policy's to
         // ignore: the listing shows it as it is.
         let pinned = policy.settings().pin_tools;
-        let mut tools: Vec<(String, Value)> = catalog
+        let mut tools: Vec<(String, Value)> = Vec::with_capacity(catalog.order.len());
+        let shown = catalog
             .order
             .iter()
             .filter_map(|name| catalog.tools.get(name).map(|e| (name, e)))
             .filter(|(name, e)| {
                 policy.is_visible(&self.server, name) && !e.unsafe_schema(self.validation)
-            })
-            .filter_map(|(name, e)| {
-                // The model never reads a definition nobody approved: a
-                // changed tool is listed as it was approved, where that
-                // definition is held (the first listing), and otherwise
-                // (a lock file holds only fingerprints) left out until the
-                // change is approved. Its calls are the pin's to decide.
-                if !pinned || self.approval_state(name, e, principal) != ToolApproval::Changed {
-                    return Some((name.clone(), e.def.clone()));
-                }
-                let approved = first.as_ref().and_then(|m| m.get(name.as_str()));
-                tracing::warn!(
-                    target: "mcppol::definition_changed",
-                    server = %self.server,
-                    tool = %name,
-                    listed = if approved.is_some() { "approved" } else { "none" },
-                    "a tool whose definition changed is listed as approved, or not at all"
-                );
-                approved.map(|a| (name.clone(), a.def.clone()))
-            })
-            .collect();
+            });
+        for (name, e) in shown {
+            // The model never reads a definition nobody approved: a
+            // changed tool is listed as it was approved, where that
+            // definition is held (the first listing), and otherwise
+            // (a lock file holds only fingerprints) left out until the
+            // change is approved. Its calls are the pin's to decide.
+            if !pinned || self.approval_state(name, e, principal).await != ToolApproval::Changed {
+                tools.push((name.clone(), e.def.clone()));
+                continue;
+            }
+            let approved = first.as_ref().and_then(|m| m.get(name.as_str()));
+            tracing::warn!(
+                target: "mcppol::definition_changed",
+                server = %self.server,
+                tool = %name,
+                listed = if approved.is_some() { "approved" } else { "none" },
+                "a tool whose definition changed is listed as approved, or not at all"
+            );
+            if let Some(a) = approved {
+                tools.push((name.clone(), a.def.clone()));
+            }
+        }
         let base = self.base_ctx(opts);
         for hook in &self.hooks.listed {
             let selected: Vec<Value> = tools

@@ -41,7 +41,7 @@ use tokio::sync::broadcast;
 pub use crate::limits::{MAX_ARGUMENT_BYTES, MAX_ARGUMENT_DEPTH, MAX_TOOL_DEFINITION_BYTES};
 pub use approval::{
     Approval, ApprovalRequest, Approver, Clock, Grant, GrantKey, Grants, ManualClock, MemoryGrants,
-    SystemClock, DEFAULT_ASK_TIMEOUT, DEFAULT_GRANT_TTL, MAX_GRANTS,
+    StateFuture, StateUnavailable, SystemClock, DEFAULT_ASK_TIMEOUT, DEFAULT_GRANT_TTL, MAX_GRANTS,
 };
 pub use error::{AskFailure, CallError, ErrorKind, ErrorReason, HookFailure};
 pub(crate) use hooks::Hooks;

@@ -226,6 +226,9 @@ pub struct CallOptions {
     pub assigns: Option<Value>,
     /// Server ids whose output is in the model's context.
     pub taint: Vec<String>,
+    /// The taint could not be read (a shared store down): every `tainted`
+    /// test fails, which matches deny and ask rules and never an allow.
+    pub taint_unknown: bool,
     /// Sent as `_meta` (before-hooks may rewrite it).
     pub meta: Option<Value>,
     /// Shape the result for a model (default off).
@@ -260,6 +263,9 @@ impl CallOptions {
         if let Some(c) = &self.cwd {
             request = request.with_cwd(c);
         }
+        if self.taint_unknown {
+            request = request.with_taint_unknown();
+        }
         request
     }
 
@@ -290,6 +296,13 @@ impl CallOptions {
     /// With output of these servers in the model's context.
     pub fn taint(mut self, servers: &[&str]) -> Self {
         self.taint = servers.iter().map(|s| s.to_string()).collect();
+        self
+    }
+
+    /// With a taint that could not be read (see the `taint_unknown`
+    /// field).
+    pub fn taint_unknown(mut self) -> Self {
+        self.taint_unknown = true;
         self
     }
 

@@ -87,6 +87,18 @@ pub(crate) struct Session {
     /// the lock, the audit and hooks files (the fixed `protected_policy`
     /// rule before the policy).
     pub(crate) protected: crate::protected::Protected,
+    /// What `--state` shares with other processes: the budgets' counters
+    /// and the grants (`None`: the pipeline's own, in memory).
+    pub(crate) state: Option<SharedState>,
+}
+
+/// The stores `--state` names, for the proxy's one pipeline.
+#[derive(Clone)]
+pub(crate) struct SharedState {
+    /// The budgets' counters.
+    pub(crate) budgets: Arc<dyn crate::Budgets>,
+    /// The grants `allow always` records.
+    pub(crate) grants: Arc<dyn crate::pipeline::Grants>,
 }
 
 /// Which side ended a session first.
@@ -151,6 +163,7 @@ pub(crate) struct Setup {
     pub(crate) approver: Option<String>,
     pub(crate) hooks: Vec<Hook>,
     pub(crate) protected: crate::protected::Protected,
+    pub(crate) state: Option<SharedState>,
 }
 
 impl Shared {
@@ -268,6 +281,7 @@ where
             approver: session.approver,
             hooks: session.hooks,
             protected: session.protected,
+            state: session.state,
         })),
         relist: Mutex::default(),
     });
@@ -361,6 +375,9 @@ pub(crate) fn build_pipeline(shared: &Shared) -> Option<Arc<Pipeline>> {
     // The server is a child on this machine: path tests read its links.
     .local_tool(true)
     .protect(setup.protected);
+    if let Some(state) = setup.state {
+        builder = builder.budgets(state.budgets).grants(state.grants);
+    }
     if let Some(command) = setup.approver {
         builder = builder.approver(approve::ProxyApprover::Command {
             command,

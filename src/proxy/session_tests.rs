@@ -48,6 +48,7 @@ fn start_with(hooks: Vec<Hook>) -> Wire {
         call_timeout: Duration::from_secs(30),
         shape: Some(crate::pipeline::DEFAULT_MAX_RESULT_BYTES),
         protected: crate::protected::Protected::new(),
+        state: None,
     };
     let (host, host_in) = tokio::io::duplex(1 << 16);
     let (host_out, to_host) = tokio::io::duplex(1 << 16);

@@ -22,11 +22,11 @@ policy gw {
 }
 "#;
 
-const DANA: &str = "Bearer dana-token-0123456789abcdef";
-const OMAR: &str = "Bearer omar-token-0123456789abcdef";
+pub(crate) const DANA: &str = "Bearer dana-token-0123456789abcdef";
+pub(crate) const OMAR: &str = "Bearer omar-token-0123456789abcdef";
 
 /// A 2026 request's body.
-fn body(id: u64, method: &str, params: Value) -> Value {
+pub(crate) fn body(id: u64, method: &str, params: Value) -> Value {
     let mut params = params;
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -37,7 +37,7 @@ fn body(id: u64, method: &str, params: Value) -> Value {
 
 /// POSTs `body` without a session, with `headers` (the routing headers
 /// unless the caller gives its own); the status and the JSON answer.
-fn post(g: &Gateway, body: &Value, headers: &[(&str, &str)]) -> (u16, Value) {
+pub(crate) fn post(g: &Gateway, body: &Value, headers: &[(&str, &str)]) -> (u16, Value) {
     let method = body["method"].as_str().unwrap_or("").to_string();
     let name = body["params"]["name"]
         .as_str()
@@ -64,7 +64,8 @@ fn post(g: &Gateway, body: &Value, headers: &[(&str, &str)]) -> (u16, Value) {
     (status, answer)
 }
 
-fn call(g: &Gateway, auth: &[(&str, &str)], tool: &str) -> Value {
+/// A stateless `tools/call` of `tool` as `auth`'s holder: its result.
+pub(crate) fn call(g: &Gateway, auth: &[(&str, &str)], tool: &str) -> Value {
     let (status, answer) = post(
         g,
         &body(

@@ -782,7 +782,7 @@ async fn grants_are_per_principal_expire_and_can_be_revoked() {
     );
     p.call_tool("write_file", args.clone(), &bob).await.unwrap();
     assert_eq!(count.load(Ordering::SeqCst), 2, "bob is asked");
-    let listed = p.grants().list();
+    let listed = p.grants().list().await.unwrap();
     assert_eq!(listed.len(), 2);
     assert_eq!(listed[0].key.tool, "write_file");
     assert_eq!(
@@ -798,15 +798,83 @@ async fn grants_are_per_principal_expire_and_can_be_revoked() {
         "an expired grant asks again"
     );
 
-    assert_eq!(p.grants().revoke(Some("ann")), 1);
+    assert_eq!(p.grants().revoke(Some("ann")).await.unwrap(), 1);
     p.call_tool("write_file", args.clone(), &ann).await.unwrap();
     assert_eq!(
         count.load(Ordering::SeqCst),
         4,
         "a revoked grant asks again"
     );
-    p.grants().clear();
-    assert!(p.grants().list().is_empty());
+    p.grants().clear().await.unwrap();
+    assert!(p.grants().list().await.unwrap().is_empty());
+}
+
+/// A grant store that cannot answer (a shared store down).
+struct DownGrants;
+
+impl Grants for DownGrants {
+    fn record(&self, _key: GrantKey, _ttl: Duration) -> StateFuture<'_, ()> {
+        Box::pin(async { Err(StateUnavailable("down".into())) })
+    }
+    fn is_live<'a>(&'a self, _key: &'a GrantKey) -> StateFuture<'a, bool> {
+        Box::pin(async { Err(StateUnavailable("down".into())) })
+    }
+    fn list(&self) -> StateFuture<'_, Vec<Grant>> {
+        Box::pin(async { Err(StateUnavailable("down".into())) })
+    }
+    fn revoke<'a>(&'a self, _principal: Option<&'a str>) -> StateFuture<'a, usize> {
+        Box::pin(async { Err(StateUnavailable("down".into())) })
+    }
+    fn clear(&self) -> StateFuture<'_, ()> {
+        Box::pin(async { Err(StateUnavailable("down".into())) })
+    }
+}
+
+#[tokio::test]
+async fn a_grant_store_that_cannot_answer_counts_as_no_grant() {
+    let fake = fs();
+    let count = Arc::new(AtomicUsize::new(0));
+    let p = builder(&fake, SANDBOX)
+        .approver(counting_approver(
+            Approval::AllowAlways,
+            count.clone(),
+            Arc::new(Mutex::new(Vec::new())),
+        ))
+        .grants(Arc::new(DownGrants))
+        .build()
+        .unwrap();
+    let ann = CallOptions::default().principal("ann");
+    let args = json!({"path": "/srv/sandbox/a"});
+    p.call_tool("write_file", args.clone(), &ann).await.unwrap();
+    p.call_tool("write_file", args.clone(), &ann).await.unwrap();
+    assert_eq!(
+        count.load(Ordering::SeqCst),
+        2,
+        "a grant that could not be recorded or read is asked again"
+    );
+}
+
+#[tokio::test]
+async fn a_taint_that_could_not_be_read_fails_every_tainted_test_closed() {
+    let fake = fs();
+    let p = builder(
+        &fake,
+        r#"policy t {
+  deny "fs/read_file" when tainted(ignore: ["web"])
+  allow "fs/read_file" when not tainted
+}"#,
+    )
+    .build()
+    .unwrap();
+    let args = json!({"path": "/srv/sandbox/a"});
+    p.call_tool("read_file", args.clone(), &opts())
+        .await
+        .unwrap();
+    let unknown = opts().taint_unknown();
+    let e = p.call_tool("read_file", args, &unknown).await.unwrap_err();
+    let d = e.decision.unwrap();
+    assert_eq!(d.reason, Reason::PredicateFailed, "{d:?}");
+    assert_eq!(fake.calls().len(), 1, "the second call was not sent");
 }
 
 #[tokio::test]

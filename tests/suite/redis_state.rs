@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use crate::gateway_http::{call, open, start_with, Gateway};
 
 /// A `redis-server` of this test's own, with nothing persisted.
-struct Redis {
+pub(crate) struct Redis {
     child: Option<Child>,
     port: u16,
     dir: PathBuf,
@@ -27,7 +27,7 @@ struct Redis {
 impl Redis {
     /// `None` (and a message saying why the test is skipped) when
     /// `redis-server` is not installed.
-    fn start(dir: &Path) -> Option<Redis> {
+    pub(crate) fn start(dir: &Path) -> Option<Redis> {
         let found = Command::new("redis-server")
             .arg("--version")
             .stdout(Stdio::null())
@@ -52,12 +52,12 @@ impl Redis {
         Some(redis)
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("redis://127.0.0.1:{}/0", self.port)
     }
 
     /// Starts the server (again) on its port, and waits for its PONG.
-    fn resume(&mut self) {
+    pub(crate) fn resume(&mut self) {
         let log = std::fs::File::create(self.dir.join("redis.log")).unwrap();
         let child = Command::new("redis-server")
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
@@ -88,7 +88,7 @@ impl Redis {
     }
 
     /// Stops the server and waits until its port refuses.
-    fn stop(&mut self) {
+    pub(crate) fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
