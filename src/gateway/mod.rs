@@ -13,7 +13,9 @@
 //! - `taint.rs`: the session's taint, kept by the gateway itself;
 //! - `stateless.rs`: MCP 2026-07-28 on the host side (no session,
 //!   `server/discover`, `_meta`, the routing headers);
-//!   `input_required.rs`: an ask put to such a host; over HTTP,
+//!   `input_required.rs`: an ask put to such a host; `server_input.rs`:
+//!   a 2026-07-28 server's own `input_required`, settled with the host in
+//!   its version's form; over HTTP,
 //!   `http.rs`, `http_session.rs` and `http_stateless.rs`.
 
 mod host;
@@ -29,6 +31,7 @@ pub(crate) mod metrics;
 mod naming;
 mod notes;
 mod requests;
+mod server_input;
 mod stateless;
 mod taint;
 mod transport;

@@ -152,7 +152,7 @@ pub(crate) async fn supervise(
                     pipeline,
                 });
                 up.set(State::Up(live.clone()));
-                tracing::info!(target: "mcppol::gateway", server = %up.id, "the server is up");
+                tracing::info!(target: "mcppol::gateway", server = %up.id, protocol = %transport.server().protocol_version, "the server is up");
                 if !first {
                     gw.lists_changed().await;
                 }
@@ -284,7 +284,8 @@ struct Ping {
     within: Duration,
 }
 
-/// Resolves once the server fails to answer a `ping` in time, with why;
+/// Resolves once the server fails to answer a `ping` (a stateless one:
+/// `server/discover`) in time, with why;
 /// never when `ping` is `None` (a child's exit says it is gone) or its
 /// interval is zero. An error answer is still an answer: the server is
 /// alive, and only a timeout or a failed connection mark it down.
@@ -292,16 +293,23 @@ async fn unresponsive(transport: &Kept, ping: Option<Ping>) -> String {
     let Some(ping) = ping.filter(|p| !p.every.is_zero()) else {
         return std::future::pending().await;
     };
+    // MCP 2026-07-28 has no `ping`: a stateless server is asked to
+    // describe itself instead.
+    let method = if transport.server().is_stateless() {
+        "server/discover"
+    } else {
+        "ping"
+    };
     loop {
         tokio::time::sleep(ping.every).await;
-        match tokio::time::timeout(ping.within, transport.request("ping", None)).await {
+        match tokio::time::timeout(ping.within, transport.request(method, None)).await {
             Ok(Ok(_) | Err(crate::mcp::McpError::Rpc(_))) => {}
             Ok(Err(e)) => {
-                return format!("its `ping` failed: {}", crate::mcp::peer::why(e));
+                return format!("its `{method}` failed: {}", crate::mcp::peer::why(e));
             }
             Err(_) => {
                 return format!(
-                    "it did not answer `ping` within {}",
+                    "it did not answer `{method}` within {}",
                     humantime::format_duration(ping.within)
                 );
             }
@@ -322,6 +330,8 @@ async fn start(gw: &Arc<Shared>, up: &Upstream) -> Result<(Option<Child>, Arc<Ke
             server: up.id.clone(),
         }),
         max_pending: gw.max_pending,
+        // 2026-07-28 first, `initialize` for a server that does not know it.
+        offer_stateless: true,
     };
     let ServerTransport::Stdio {
         command,
@@ -339,7 +349,10 @@ async fn start(gw: &Arc<Shared>, up: &Upstream) -> Result<(Option<Child>, Arc<Ke
     };
     let handshake = Connection::connect(BufReader::new(stdout), stdin, options);
     match tokio::time::timeout(gw.start_timeout, handshake).await {
-        Ok(Ok(conn)) => Ok((Some(child), Arc::new(Kept::new(conn)))),
+        Ok(Ok(conn)) => Ok((
+            Some(child),
+            Arc::new(Kept::new(conn, Arc::downgrade(gw), &up.id)),
+        )),
         Ok(Err(e)) => {
             child::stop(&mut child, Duration::ZERO).await;
             Err(format!(
@@ -359,9 +372,13 @@ async fn start(gw: &Arc<Shared>, up: &Upstream) -> Result<(Option<Child>, Arc<Ke
 
 /// Connects to a remote server over streamable HTTP (`mcp::connect`).
 #[cfg(feature = "http")]
-async fn remote(gw: &Shared, up: &Upstream, options: ConnectOptions) -> Result<Arc<Kept>, String> {
+async fn remote(
+    gw: &Arc<Shared>,
+    up: &Upstream,
+    options: ConnectOptions,
+) -> Result<Arc<Kept>, String> {
     match tokio::time::timeout(gw.start_timeout, crate::mcp::connect(&up.spec, options)).await {
-        Ok(Ok(conn)) => Ok(Arc::new(Kept::remote(conn))),
+        Ok(Ok(conn)) => Ok(Arc::new(Kept::remote(conn, Arc::downgrade(gw), &up.id))),
         Ok(Err(e)) => Err(crate::mcp::peer::why(e)),
         Err(_) => Err(format!(
             "it did not answer `initialize` within {}",
@@ -372,7 +389,7 @@ async fn remote(gw: &Shared, up: &Upstream, options: ConnectOptions) -> Result<A
 
 #[cfg(not(feature = "http"))]
 async fn remote(
-    _gw: &Shared,
+    _gw: &Arc<Shared>,
     _up: &Upstream,
     _options: ConnectOptions,
 ) -> Result<Arc<Kept>, String> {
@@ -442,45 +459,65 @@ impl RequestHandler for ServerRequests {
                     "mcppol: the gateway is stopping",
                 ));
             };
-            if !matches!(
-                method.as_str(),
-                "roots/list" | "sampling/createMessage" | "elicitation/create"
-            ) {
-                return Err(RpcError::method_not_found(&method));
-            }
-            let answer = gw
-                .host
-                .request(&method, params, Wait::default())
-                .await
-                .map_err(crate::proxy::host::closed);
-            if method != "roots/list" {
-                return answer;
-            }
-            let pinned = gw
-                .store
-                .get(&gw.policy_name)
-                .and_then(|p| p.roots().map(<[String]>::to_vec));
-            let Some(pinned) = pinned else {
-                return answer;
-            };
-            let host_roots = match answer {
-                Ok(v) => v
-                    .get("roots")
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default(),
-                Err(e) => {
-                    tracing::warn!(target: "mcppol::gateway", server = %server, code = e.code, "the host did not list its roots: the server gets none");
-                    Vec::new()
-                }
-            };
-            let (kept, dropped) = crate::proxy::roots::pin(&host_roots, &pinned);
-            for uri in &dropped {
-                tracing::warn!(target: "mcppol::gateway", server = %server, root = %uri, "a root of the host outside every pinned root was dropped");
-            }
-            Ok(json!({ "roots": kept }))
+            relay_to_host(&gw, &server, &method, params).await
         })
     }
+}
+
+/// A server's request of `method` relayed to an initialized host
+/// (`roots/list`, `sampling/createMessage`, `elicitation/create`; any
+/// other is not found); `roots/list` answered with the host's roots
+/// narrowed to the policy's pinned roots, as the proxy does.
+pub(crate) async fn relay_to_host(
+    gw: &Shared,
+    server: &str,
+    method: &str,
+    params: Option<Value>,
+) -> Result<Value, RpcError> {
+    if !matches!(
+        method,
+        "roots/list" | "sampling/createMessage" | "elicitation/create"
+    ) {
+        return Err(RpcError::method_not_found(method));
+    }
+    let answer = gw
+        .host
+        .request(method, params, Wait::default())
+        .await
+        .map_err(crate::proxy::host::closed);
+    if method != "roots/list" {
+        return answer;
+    }
+    Ok(narrow_roots(gw, server, answer))
+}
+
+/// The host's answer to `roots/list` narrowed to the policy's pinned
+/// roots (as it is when the policy pins none); a host that listed none
+/// (an error) gives the server none when roots are pinned.
+pub(crate) fn narrow_roots(gw: &Shared, server: &str, answer: Result<Value, RpcError>) -> Value {
+    let pinned = gw
+        .store
+        .get(&gw.policy_name)
+        .and_then(|p| p.roots().map(<[String]>::to_vec));
+    let Some(pinned) = pinned else {
+        return answer.unwrap_or_else(|_| json!({ "roots": [] }));
+    };
+    let host_roots = match answer {
+        Ok(v) => v
+            .get("roots")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default(),
+        Err(e) => {
+            tracing::warn!(target: "mcppol::gateway", server = %server, code = e.code, "the host did not list its roots: the server gets none");
+            Vec::new()
+        }
+    };
+    let (kept, dropped) = crate::proxy::roots::pin(&host_roots, &pinned);
+    for uri in &dropped {
+        tracing::warn!(target: "mcppol::gateway", server = %server, root = %uri, "a root of the host outside every pinned root was dropped");
+    }
+    json!({ "roots": kept })
 }
 
 #[cfg(test)]

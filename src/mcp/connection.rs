@@ -18,7 +18,9 @@ use super::handle::CallHandle;
 use super::jsonrpc::{codes, Message, Notification, Request, Response, RpcError};
 use super::peer::{Peer, Wait};
 use super::transport::{
-    BoxFuture, DefaultHandler, McpError, RequestHandler, ServerInfo, Transport, PROTOCOL_VERSIONS,
+    envelope, initialize_refused_as_stateless, probe_failed, stamp, BoxFuture, DefaultHandler,
+    McpError, RequestHandler, ServerInfo, Transport, DISCOVER_TIMEOUT, PROTOCOL_VERSIONS,
+    STATELESS_PROTOCOL_VERSIONS,
 };
 
 /// How a connection behaves.
@@ -39,6 +41,13 @@ pub struct ConnectOptions {
     /// [`DEFAULT_MAX_PENDING`]); one more fails at once with a transport
     /// error instead of growing the pending map.
     pub max_pending: usize,
+    /// Offer MCP 2026-07-28 first: probe `server/discover` (waiting at
+    /// most [`DISCOVER_TIMEOUT`](super::DISCOVER_TIMEOUT)) and, when the
+    /// server answers it, speak to it without a session, every request
+    /// carrying the `_meta` envelope (protocol version, `capabilities`,
+    /// `client_info`); otherwise, and by default, the `initialize`
+    /// handshake.
+    pub offer_stateless: bool,
 }
 
 /// The default bound on requests waiting for an answer.
@@ -54,6 +63,7 @@ impl std::fmt::Debug for ConnectOptions {
             .field("max_line_bytes", &self.max_line_bytes)
             .field("request_timeout", &self.request_timeout)
             .field("max_pending", &self.max_pending)
+            .field("offer_stateless", &self.offer_stateless)
             .finish_non_exhaustive()
     }
 }
@@ -67,6 +77,7 @@ impl Default for ConnectOptions {
             client_info: json!({"name": "mcppol", "version": env!("CARGO_PKG_VERSION")}),
             handler: Arc::new(DefaultHandler),
             max_pending: DEFAULT_MAX_PENDING,
+            offer_stateless: false,
         }
     }
 }
@@ -80,6 +91,8 @@ pub struct Connection {
     reader: AbortHandle,
     timeout: Duration,
     server: ServerInfo,
+    /// The `_meta` envelope of every request, for a stateless server.
+    envelope: Option<Value>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -103,7 +116,9 @@ impl Connection {
     /// Starts the reader and writer tasks (on the current tokio runtime)
     /// and runs the `initialize` handshake: offers the newest protocol
     /// version, accepts any of [`PROTOCOL_VERSIONS`], then sends
-    /// `notifications/initialized`.
+    /// `notifications/initialized`. With
+    /// [`ConnectOptions::offer_stateless`], `server/discover` first: a
+    /// server that answers it is spoken to in MCP 2026-07-28, no handshake.
     pub async fn connect<R, W>(
         reader: R,
         writer: W,
@@ -114,15 +129,59 @@ impl Connection {
         W: AsyncWrite + Unpin + Send + 'static,
     {
         let mut conn = Connection::start(reader, writer, &options);
+        if options.offer_stateless && conn.discover(&options).await? {
+            return Ok(conn);
+        }
+        match conn.initialize(&options).await {
+            // A server that settled on 2026-07-28 after a probe this side
+            // stopped waiting for: one more probe.
+            Err(e) if options.offer_stateless && initialize_refused_as_stateless(&e) => {
+                if conn.discover(&options).await? {
+                    Ok(conn)
+                } else {
+                    Err(e)
+                }
+            }
+            Err(e) => Err(e),
+            Ok(()) => Ok(conn),
+        }
+    }
+
+    async fn initialize(&mut self, options: &ConnectOptions) -> Result<(), McpError> {
         let params = json!({
             "protocolVersion": PROTOCOL_VERSIONS[0],
             "capabilities": options.capabilities,
             "clientInfo": options.client_info,
         });
-        let result = conn.request_raw("initialize", Some(params), None).await?;
-        conn.server = ServerInfo::from_initialize(&result)?;
-        conn.notify_raw("notifications/initialized", None).await?;
-        Ok(conn)
+        let result = self.request_raw("initialize", Some(params), None).await?;
+        self.server = ServerInfo::from_initialize(&result)?;
+        self.notify_raw("notifications/initialized", None).await
+    }
+
+    /// The `server/discover` probe, within [`DISCOVER_TIMEOUT`]: true when
+    /// the server speaks 2026-07-28 (and is set up so), false to fall back
+    /// to `initialize`.
+    async fn discover(&mut self, options: &ConnectOptions) -> Result<bool, McpError> {
+        let envelope = envelope(
+            STATELESS_PROTOCOL_VERSIONS[0],
+            &options.capabilities,
+            &options.client_info,
+        );
+        let params = json!({ "_meta": envelope });
+        let wait = Wait::within(DISCOVER_TIMEOUT.min(self.timeout), None);
+        let answer = self
+            .peer
+            .request("server/discover", Some(params), wait)
+            .await;
+        match answer.map(|r| ServerInfo::from_discover(&r)) {
+            Ok(Ok(server)) => {
+                self.server = server;
+                self.envelope = Some(envelope);
+                Ok(true)
+            }
+            Ok(Err(_)) => Ok(false),
+            Err(e) => probe_failed(e).map(|()| false),
+        }
     }
 
     /// Starts the tasks without a handshake.
@@ -145,6 +204,7 @@ impl Connection {
             reader: reader_task.abort_handle(),
             timeout: options.request_timeout,
             server: ServerInfo::default(),
+            envelope: None,
         }
     }
 
@@ -160,12 +220,21 @@ impl Connection {
         handle: Option<&CallHandle>,
     ) -> Result<Value, McpError> {
         let wait = Wait::within(self.timeout, handle);
+        let params = match &self.envelope {
+            Some(envelope) => Some(stamp(params, envelope)),
+            None => params,
+        };
         self.peer.request(method, params, wait).await
     }
 
     async fn notify_raw(&self, method: &str, params: Option<Value>) -> Result<(), McpError> {
         if let Some(why) = self.closed() {
             return Err(why);
+        }
+        // MCP 2026-07-28 has no notification from client to server but
+        // the cancellation of a request.
+        if self.envelope.is_some() && method != "notifications/cancelled" {
+            return Ok(());
         }
         if self.peer.notify(method, params).await {
             Ok(())
