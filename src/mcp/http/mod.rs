@@ -298,4 +298,6 @@ fn cancelled_params(id: i64, params: Option<Value>) -> Value {
 }
 
 #[cfg(test)]
+mod stateless_tests;
+#[cfg(test)]
 mod tests;
