@@ -113,8 +113,14 @@ impl Kept {
         if !self.inner().server().is_stateless() {
             return once(params).await;
         }
+        if !server_input::may_ask(method) {
+            let mut result = once(params).await?;
+            server_input::translate(&mut result);
+            return Ok(result);
+        }
+        // Kept for a retry: the server may ask for input first.
         let mut result = once(params.clone()).await?;
-        if server_input::may_ask(method) {
+        {
             let mut params = params;
             for _ in 0..server_input::MAX_INPUT_ROUNDS {
                 if !server_input::is_input_required(&result) {

@@ -284,8 +284,7 @@ struct Ping {
     within: Duration,
 }
 
-/// Resolves once the server fails to answer a `ping` (a stateless one:
-/// `server/discover`) in time, with why;
+/// Resolves once the server fails to answer a `ping` in time, with why;
 /// never when `ping` is `None` (a child's exit says it is gone) or its
 /// interval is zero. An error answer is still an answer: the server is
 /// alive, and only a timeout or a failed connection mark it down.
@@ -293,23 +292,18 @@ async fn unresponsive(transport: &Kept, ping: Option<Ping>) -> String {
     let Some(ping) = ping.filter(|p| !p.every.is_zero()) else {
         return std::future::pending().await;
     };
-    // MCP 2026-07-28 has no `ping`: a stateless server is asked to
-    // describe itself instead.
-    let method = if transport.server().is_stateless() {
-        "server/discover"
-    } else {
-        "ping"
-    };
+    // A 2026-07-28 server, which has no `ping`, answers it with "method
+    // not found": an answer, so alive all the same.
     loop {
         tokio::time::sleep(ping.every).await;
-        match tokio::time::timeout(ping.within, transport.request(method, None)).await {
+        match tokio::time::timeout(ping.within, transport.request("ping", None)).await {
             Ok(Ok(_) | Err(crate::mcp::McpError::Rpc(_))) => {}
             Ok(Err(e)) => {
-                return format!("its `{method}` failed: {}", crate::mcp::peer::why(e));
+                return format!("its `ping` failed: {}", crate::mcp::peer::why(e));
             }
             Err(_) => {
                 return format!(
-                    "it did not answer `{method}` within {}",
+                    "it did not answer `ping` within {}",
                     humantime::format_duration(ping.within)
                 );
             }
