@@ -16,6 +16,10 @@
 //! The ask goes to the host only when that request declared the
 //! `elicitation` capability in its `_meta`; otherwise it fails
 //! (`ask_failed`), as an ask nobody can be asked does.
+//!
+//! A 2026-07-28 server's own `input_required` (`server_input.rs`) is put
+//! to the host the same way: its input requests in the gateway's
+//! `input_required` result, the host's answers back to the waiting call.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -40,11 +44,12 @@ const MAX_WAITING: usize = 1024;
 /// deadline ends the ask itself well before).
 const RETRY_WINDOW: Duration = Duration::from_secs(600);
 
-/// An ask for the host: the elicitation's params, and where its answer
-/// (the host's `ElicitResult`) goes.
+/// A question for the host: the input requests (`inputRequests`: key to
+/// `{method, params}`), and where the host's `inputResponses` go (`None`:
+/// no answer will come, the call is declined).
 struct Question {
-    params: Value,
-    answer: oneshot::Sender<Value>,
+    requests: Value,
+    answer: oneshot::Sender<Option<Value>>,
 }
 
 /// A call in flight for a stateless host: what it may ask, and its answer.
@@ -57,7 +62,7 @@ struct Progress {
 
 /// A call waiting for the host to call again with the person's answer.
 struct Waiting {
-    answer: oneshot::Sender<Value>,
+    answer: oneshot::Sender<Option<Value>>,
     progress: Progress,
     since: Instant,
 }
@@ -66,8 +71,40 @@ struct Waiting {
 /// retry.
 #[derive(Default)]
 pub(crate) struct Asks {
-    calls: Mutex<Vec<(CallHandle, mpsc::Sender<Question>)>>,
+    /// Each call in flight: its handle, where its questions go, and the
+    /// client capabilities its request declared.
+    calls: Mutex<Vec<(CallHandle, mpsc::Sender<Question>, Value)>>,
     waiting: Mutex<HashMap<String, Waiting>>,
+}
+
+impl Asks {
+    /// Puts `requests` (an `inputRequests` map) to the host of the call
+    /// `handle` belongs to; `check` sees the capabilities that request
+    /// declared first. The host's `inputResponses`, or why there are none.
+    pub(crate) async fn ask(
+        &self,
+        handle: &CallHandle,
+        requests: Value,
+        check: impl FnOnce(&Value) -> Result<(), String>,
+    ) -> Result<Value, String> {
+        let asking = lock(&self.calls)
+            .iter()
+            .find(|(c, _, _)| c.same(handle))
+            .map(|(_, tx, caps)| (tx.clone(), caps.clone()));
+        let Some((tx, caps)) = asking else {
+            return Err("the host's request cannot be asked for input".into());
+        };
+        check(&caps)?;
+        let (answer, answered) = oneshot::channel();
+        tx.send(Question { requests, answer })
+            .await
+            .map_err(|_| "the call is no longer waiting".to_string())?;
+        answered
+            .await
+            .ok()
+            .flatten()
+            .ok_or_else(|| "the host did not call again with an answer".to_string())
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -80,29 +117,30 @@ pub(crate) struct HostInput(pub(crate) Arc<Asks>);
 
 impl Approver for HostInput {
     fn ask(&self, request: ApprovalRequest) -> BoxFuture<'static, Result<Approval, String>> {
-        let asking = request.handle.as_ref().and_then(|h| {
-            lock(&self.0.calls)
-                .iter()
-                .find(|(c, _)| c.same(h))
-                .map(|(_, tx)| tx.clone())
-        });
+        let asks = self.0.clone();
         Box::pin(async move {
-            let Some(tx) = asking else {
-                return Err(
-                    "the host did not declare the elicitation capability in this request".into(),
-                );
+            let not_declared =
+                || "the host did not declare the elicitation capability in this request";
+            let Some(handle) = request.handle.clone() else {
+                return Err(not_declared().into());
             };
-            let (answer, answered) = oneshot::channel();
-            let question = Question {
-                params: approve::elicitation_params(&request),
-                answer,
+            let requests = json!({APPROVAL_KEY: {
+                "method": "elicitation/create",
+                "params": with_form_mode(approve::elicitation_params(&request)),
+            }});
+            let elicits = |caps: &Value| {
+                if approve::host_elicits(caps) {
+                    Ok(())
+                } else {
+                    Err(not_declared().to_string())
+                }
             };
-            tx.send(question)
-                .await
-                .map_err(|_| "the call is no longer waiting".to_string())?;
-            let answer = answered
-                .await
-                .map_err(|_| "the host did not call again with an answer".to_string())?;
+            let responses = asks.ask(&handle, requests, elicits).await?;
+            // No answer for the gateway's key: the person did not allow it.
+            let answer = responses
+                .get(APPROVAL_KEY)
+                .cloned()
+                .unwrap_or_else(|| json!({"action": "decline"}));
             Ok(approve::elicitation_answer(&answer))
         })
     }
@@ -119,16 +157,14 @@ pub(crate) async fn call_tool(
         return retry(gw, params, state).await;
     }
     let (tx, questions) = mpsc::channel(1);
-    let elicits = approve::host_elicits(&stateless::client_capabilities(params));
-    if elicits {
-        lock(&gw.asks.calls).push((handle.clone(), tx));
-    }
+    let caps = stateless::client_capabilities(params);
+    lock(&gw.asks.calls).push((handle.clone(), tx, caps));
     let (done, outcome) = oneshot::channel();
     let task = {
         let (gw, params, handle) = (gw.clone(), params.clone(), handle.clone());
         async move {
             let out = requests::call_tool(&gw, &params, &handle).await;
-            lock(&gw.asks.calls).retain(|(c, _)| !c.same(&handle));
+            lock(&gw.asks.calls).retain(|(c, _, _)| !c.same(&handle));
             let _ = done.send(out);
         }
     };
@@ -157,10 +193,7 @@ async fn drive(gw: &Shared, mut progress: Progress) -> Result<Value, RpcError> {
             };
             let result = json!({
                 "resultType": "input_required",
-                "inputRequests": {APPROVAL_KEY: {
-                    "method": "elicitation/create",
-                    "params": with_form_mode(question.params),
-                }},
+                "inputRequests": question.requests,
                 "requestState": state,
             });
             park(gw, state, Waiting { answer: question.answer, progress, since: Instant::now() });
@@ -182,7 +215,7 @@ fn park(gw: &Shared, state: String, waiting: Waiting) {
     all.retain(|_, w| w.since.elapsed() < RETRY_WINDOW);
     if all.len() >= MAX_WAITING {
         // Declined: the call is denied at once, never kept unbounded.
-        let _ = waiting.answer.send(json!({"action": "decline"}));
+        let _ = waiting.answer.send(None);
         return;
     }
     all.insert(state, waiting);
@@ -204,19 +237,18 @@ async fn retry(gw: &Shared, params: &Value, state: &Value) -> Result<Value, RpcE
         && params.get("arguments").cloned().unwrap_or(json!({})) == waiting.progress.arguments;
     if !same {
         // The answer is not this call's: the waiting call is declined.
-        let _ = waiting.answer.send(json!({"action": "decline"}));
+        let _ = waiting.answer.send(None);
         return Err(RpcError::new(
             codes::INVALID_PARAMS,
             "mcppol: a retry must repeat the call its requestState belongs to (the same name and arguments)",
         ));
     }
-    // No answer for the gateway's key: the person did not allow it.
     let answer = params
         .get("inputResponses")
-        .and_then(|r| r.get(APPROVAL_KEY))
+        .filter(|r| r.is_object())
         .cloned()
-        .unwrap_or_else(|| json!({"action": "decline"}));
-    let _ = waiting.answer.send(answer);
+        .unwrap_or_else(|| json!({}));
+    let _ = waiting.answer.send(Some(answer));
     drive(gw, waiting.progress).await
 }
 

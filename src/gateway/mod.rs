@@ -14,7 +14,9 @@
 //!   Redis with `--state`, as the grants are);
 //! - `stateless.rs`: MCP 2026-07-28 on the host side (no session,
 //!   `server/discover`, `_meta`, the routing headers);
-//!   `input_required.rs`: an ask put to such a host; over HTTP,
+//!   `input_required.rs`: an ask put to such a host; `server_input.rs`:
+//!   a 2026-07-28 server's own `input_required`, settled with the host in
+//!   its version's form; over HTTP,
 //!   `http.rs`, `http_session.rs` and `http_stateless.rs`.
 
 mod host;
@@ -30,6 +32,7 @@ pub(crate) mod metrics;
 mod naming;
 mod notes;
 mod requests;
+mod server_input;
 mod stateless;
 mod taint;
 mod transport;

@@ -13,7 +13,10 @@ use super::stateless;
 use super::upstream::{Live, State};
 use super::Shared;
 use crate::mcp::jsonrpc::{codes, Request};
-use crate::mcp::{CallHandle, RpcError, Transport, MAX_PAGES, PROTOCOL_VERSIONS};
+use crate::mcp::{
+    CallHandle, RpcError, ServerInfo, Transport, MAX_PAGES, META_CLIENT_CAPABILITIES,
+    PROTOCOL_VERSIONS,
+};
 use crate::pipeline::shape::shape_relayed;
 use crate::pipeline::{AuditRecord, By, CallError, CallOptions, ErrorKind, Outcome};
 use crate::proxy::answer::{call_answer, other_error, read_answer, unknown_tool};
@@ -113,7 +116,12 @@ async fn serve_one(
                 .map_err(crate::proxy::host::closed)
         }
         "logging/setLevel" => {
-            for live in lives(gw) {
+            // 2026-07-28 has no `logging/setLevel`: a stateless server is
+            // not sent it.
+            let lives = lives(gw)
+                .into_iter()
+                .filter(|(_, l)| !l.transport.server().is_stateless());
+            for live in lives {
                 let _ = live
                     .1
                     .transport
@@ -322,8 +330,14 @@ fn unknown_resource(uri: &str) -> RpcError {
     RpcError::new(RESOURCE_NOT_FOUND, format!("Resource not found: {uri}"))
 }
 
-/// The options of a governed request, with the session's taint.
-async fn governed(gw: &Shared, params: &Value, own: &[&str], handle: &CallHandle) -> CallOptions {
+/// The options of a governed request to `server`, with the session's taint.
+async fn governed(
+    gw: &Shared,
+    server: &ServerInfo,
+    params: &Value,
+    own: &[&str],
+    handle: &CallHandle,
+) -> CallOptions {
     // A stateless host's retry keys (`input_required`) are the gateway's,
     // never a server's.
     let own: Vec<&str> = own
@@ -335,6 +349,17 @@ async fn governed(gw: &Shared, params: &Value, own: &[&str], handle: &CallHandle
     if stateless::is_stateless(params) {
         // Translated for the server: the 2026 envelope is the gateway's.
         opts.meta = opts.meta.as_ref().and_then(stateless::server_meta);
+        if server.is_stateless() {
+            // What this request's host may be asked for, as it declared it
+            // (the rest of the envelope is the connection's).
+            let caps =
+                super::upstream::client_capabilities(Some(&stateless::client_capabilities(params)));
+            let mut meta = opts.meta.take().unwrap_or_else(|| json!({}));
+            if let Value::Object(m) = &mut meta {
+                m.insert(META_CLIENT_CAPABILITIES.into(), caps);
+            }
+            opts.meta = Some(meta);
+        }
     }
     let taint = gw.taint.servers().await;
     opts.taint = taint.servers;
@@ -404,7 +429,14 @@ pub(super) async fn call_tool(
             "tools/call: `arguments` is not an object",
         ));
     }
-    let opts = governed(gw, params, &["name", "arguments"], handle).await;
+    let opts = governed(
+        gw,
+        live.transport.server(),
+        params,
+        &["name", "arguments"],
+        handle,
+    )
+    .await;
     let p = &live.pipeline;
     let started = std::time::Instant::now();
     let out = p.call_tool(own, args, &opts).await;
@@ -466,7 +498,7 @@ async fn read_resource(
         };
         refused_request(gw, "", TargetKind::Resource, Some(uri), reason);
     })?;
-    let opts = governed(gw, params, &["uri"], handle).await;
+    let opts = governed(gw, live.transport.server(), params, &["uri"], handle).await;
     let started = std::time::Instant::now();
     let out = live.pipeline.read_resource(uri, &opts).await;
     gw.took(&server, started);
@@ -508,7 +540,14 @@ async fn get_prompt(
             "connection_failed",
         )
     })?;
-    let opts = governed(gw, params, &["name", "arguments"], handle).await;
+    let opts = governed(
+        gw,
+        live.transport.server(),
+        params,
+        &["name", "arguments"],
+        handle,
+    )
+    .await;
     let started = std::time::Instant::now();
     let out = live
         .pipeline

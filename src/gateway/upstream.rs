@@ -155,7 +155,7 @@ pub(crate) async fn supervise(
                     pipeline,
                 });
                 up.set(State::Up(live.clone()));
-                tracing::info!(target: "mcppol::gateway", server = %up.id, "the server is up");
+                tracing::info!(target: "mcppol::gateway", server = %up.id, protocol = %transport.server().protocol_version, "the server is up");
                 if !first {
                     gw.lists_changed().await;
                 }
@@ -295,6 +295,8 @@ async fn unresponsive(transport: &Kept, ping: Option<Ping>) -> String {
     let Some(ping) = ping.filter(|p| !p.every.is_zero()) else {
         return std::future::pending().await;
     };
+    // A 2026-07-28 server, which has no `ping`, answers it with "method
+    // not found": an answer, so alive all the same.
     loop {
         tokio::time::sleep(ping.every).await;
         match tokio::time::timeout(ping.within, transport.request("ping", None)).await {
@@ -325,6 +327,8 @@ async fn start(gw: &Arc<Shared>, up: &Upstream) -> Result<(Option<Child>, Arc<Ke
             server: up.id.clone(),
         }),
         max_pending: gw.max_pending,
+        // 2026-07-28 first, `initialize` for a server that does not know it.
+        offer_stateless: true,
     };
     let ServerTransport::Stdio {
         command,
@@ -342,7 +346,10 @@ async fn start(gw: &Arc<Shared>, up: &Upstream) -> Result<(Option<Child>, Arc<Ke
     };
     let handshake = Connection::connect(BufReader::new(stdout), stdin, options);
     match tokio::time::timeout(gw.start_timeout, handshake).await {
-        Ok(Ok(conn)) => Ok((Some(child), Arc::new(Kept::new(conn)))),
+        Ok(Ok(conn)) => Ok((
+            Some(child),
+            Arc::new(Kept::new(conn, Arc::downgrade(gw), &up.id)),
+        )),
         Ok(Err(e)) => {
             child::stop(&mut child, Duration::ZERO).await;
             Err(format!(
@@ -362,9 +369,13 @@ async fn start(gw: &Arc<Shared>, up: &Upstream) -> Result<(Option<Child>, Arc<Ke
 
 /// Connects to a remote server over streamable HTTP (`mcp::connect`).
 #[cfg(feature = "http")]
-async fn remote(gw: &Shared, up: &Upstream, options: ConnectOptions) -> Result<Arc<Kept>, String> {
+async fn remote(
+    gw: &Arc<Shared>,
+    up: &Upstream,
+    options: ConnectOptions,
+) -> Result<Arc<Kept>, String> {
     match tokio::time::timeout(gw.start_timeout, crate::mcp::connect(&up.spec, options)).await {
-        Ok(Ok(conn)) => Ok(Arc::new(Kept::remote(conn))),
+        Ok(Ok(conn)) => Ok(Arc::new(Kept::remote(conn, Arc::downgrade(gw), &up.id))),
         Ok(Err(e)) => Err(crate::mcp::peer::why(e)),
         Err(_) => Err(format!(
             "it did not answer `initialize` within {}",
@@ -375,7 +386,7 @@ async fn remote(gw: &Shared, up: &Upstream, options: ConnectOptions) -> Result<A
 
 #[cfg(not(feature = "http"))]
 async fn remote(
-    _gw: &Shared,
+    _gw: &Arc<Shared>,
     _up: &Upstream,
     _options: ConnectOptions,
 ) -> Result<Arc<Kept>, String> {
@@ -445,45 +456,65 @@ impl RequestHandler for ServerRequests {
                     "mcppol: the gateway is stopping",
                 ));
             };
-            if !matches!(
-                method.as_str(),
-                "roots/list" | "sampling/createMessage" | "elicitation/create"
-            ) {
-                return Err(RpcError::method_not_found(&method));
-            }
-            let answer = gw
-                .host
-                .request(&method, params, Wait::default())
-                .await
-                .map_err(crate::proxy::host::closed);
-            if method != "roots/list" {
-                return answer;
-            }
-            let pinned = gw
-                .store
-                .get(&gw.policy_name)
-                .and_then(|p| p.roots().map(<[String]>::to_vec));
-            let Some(pinned) = pinned else {
-                return answer;
-            };
-            let host_roots = match answer {
-                Ok(v) => v
-                    .get("roots")
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default(),
-                Err(e) => {
-                    tracing::warn!(target: "mcppol::gateway", server = %server, code = e.code, "the host did not list its roots: the server gets none");
-                    Vec::new()
-                }
-            };
-            let (kept, dropped) = crate::proxy::roots::pin(&host_roots, &pinned);
-            for uri in &dropped {
-                tracing::warn!(target: "mcppol::gateway", server = %server, root = %uri, "a root of the host outside every pinned root was dropped");
-            }
-            Ok(json!({ "roots": kept }))
+            relay_to_host(&gw, &server, &method, params).await
         })
     }
+}
+
+/// A server's request of `method` relayed to an initialized host
+/// (`roots/list`, `sampling/createMessage`, `elicitation/create`; any
+/// other is not found); `roots/list` answered with the host's roots
+/// narrowed to the policy's pinned roots, as the proxy does.
+pub(crate) async fn relay_to_host(
+    gw: &Shared,
+    server: &str,
+    method: &str,
+    params: Option<Value>,
+) -> Result<Value, RpcError> {
+    if !matches!(
+        method,
+        "roots/list" | "sampling/createMessage" | "elicitation/create"
+    ) {
+        return Err(RpcError::method_not_found(method));
+    }
+    let answer = gw
+        .host
+        .request(method, params, Wait::default())
+        .await
+        .map_err(crate::proxy::host::closed);
+    if method != "roots/list" {
+        return answer;
+    }
+    Ok(narrow_roots(gw, server, answer))
+}
+
+/// The host's answer to `roots/list` narrowed to the policy's pinned
+/// roots (as it is when the policy pins none); a host that listed none
+/// (an error) gives the server none when roots are pinned.
+pub(crate) fn narrow_roots(gw: &Shared, server: &str, answer: Result<Value, RpcError>) -> Value {
+    let pinned = gw
+        .store
+        .get(&gw.policy_name)
+        .and_then(|p| p.roots().map(<[String]>::to_vec));
+    let Some(pinned) = pinned else {
+        return answer.unwrap_or_else(|_| json!({ "roots": [] }));
+    };
+    let host_roots = match answer {
+        Ok(v) => v
+            .get("roots")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default(),
+        Err(e) => {
+            tracing::warn!(target: "mcppol::gateway", server = %server, code = e.code, "the host did not list its roots: the server gets none");
+            Vec::new()
+        }
+    };
+    let (kept, dropped) = crate::proxy::roots::pin(&host_roots, &pinned);
+    for uri in &dropped {
+        tracing::warn!(target: "mcppol::gateway", server = %server, root = %uri, "a root of the host outside every pinned root was dropped");
+    }
+    json!({ "roots": kept })
 }
 
 #[cfg(test)]

@@ -31,8 +31,8 @@ pub use memory::{text_result, FakeServer, MemoryTransport, ToolHandler, MAX_RECO
 pub use stdio::StdioTransport;
 pub use transport::{
     BoxFuture, DefaultHandler, McpError, Page, RequestHandler, ServerInfo, Transport,
-    MAX_LIST_ITEMS, MAX_PAGES, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, PROTOCOL_VERSIONS,
-    STATELESS_PROTOCOL_VERSIONS,
+    DISCOVER_TIMEOUT, MAX_LIST_ITEMS, MAX_PAGES, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION,
+    PROTOCOL_VERSIONS, STATELESS_PROTOCOL_VERSIONS,
 };
 
 // The wire format itself (messages, ids, line framing) is not API: the

@@ -34,6 +34,22 @@ pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion
 /// The `_meta` key of a stateless request's client capabilities.
 pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 
+/// The `_meta` key of a stateless request's client description
+/// (`clientInfo`; optional in 2026-07-28, sent by this client).
+pub(crate) const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+
+/// The `_meta` key of the server's own description in a 2026-07-28 result.
+pub(crate) const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+
+/// The error code of a protocol version the other side does not speak
+/// (2026-07-28), whose `data.supported` lists those it does.
+pub(crate) const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+
+/// The longest a client waits for the answer to its `server/discover`
+/// probe (bounded further by the request timeout) before it falls back to
+/// `initialize`.
+pub const DISCOVER_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// The most pages a `list_all_*` call follows.
 pub const MAX_PAGES: usize = 100;
 /// The most items a `list_all_*` call gathers.
@@ -102,6 +118,133 @@ impl ServerInfo {
                 .map(String::from),
         })
     }
+}
+
+impl ServerInfo {
+    /// Reads a `server/discover` result (MCP 2026-07-28): the server is
+    /// spoken to without a session in the newest stateless version both
+    /// sides speak.
+    ///
+    /// # Errors
+    ///
+    /// [`McpError::Protocol`] when `supportedVersions` names none of
+    /// [`STATELESS_PROTOCOL_VERSIONS`] (a server that answers discover but
+    /// offers only handshake versions is reached with `initialize`).
+    pub fn from_discover(result: &Value) -> Result<ServerInfo, McpError> {
+        let supported: Vec<&str> = result
+            .get("supportedVersions")
+            .and_then(Value::as_array)
+            .map(|all| all.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let Some(version) = STATELESS_PROTOCOL_VERSIONS
+            .iter()
+            .find(|v| supported.contains(v))
+        else {
+            return Err(McpError::Protocol(format!(
+                "server/discover offers no protocol version this client speaks without a session ({})",
+                STATELESS_PROTOCOL_VERSIONS.join(", ")
+            )));
+        };
+        let info = result
+            .get("_meta")
+            .and_then(|m| m.get(META_SERVER_INFO))
+            .or_else(|| result.get("serverInfo"))
+            .filter(|i| i.is_object())
+            .cloned()
+            .unwrap_or(json!({}));
+        Ok(ServerInfo {
+            protocol_version: (*version).to_string(),
+            capabilities: result
+                .get("capabilities")
+                .filter(|c| c.is_object())
+                .cloned()
+                .unwrap_or(json!({})),
+            info,
+            instructions: result
+                .get("instructions")
+                .and_then(Value::as_str)
+                .map(String::from),
+        })
+    }
+
+    /// Whether the server is spoken to without a session (MCP 2026-07-28:
+    /// each request carries the `_meta` envelope).
+    pub fn is_stateless(&self) -> bool {
+        STATELESS_PROTOCOL_VERSIONS.contains(&self.protocol_version.as_str())
+    }
+}
+
+/// The `_meta` envelope every request to a stateless server carries: the
+/// protocol version, the client's capabilities and its description.
+pub(crate) fn envelope(version: &str, capabilities: &Value, client_info: &Value) -> Value {
+    json!({
+        META_PROTOCOL_VERSION: version,
+        META_CLIENT_CAPABILITIES: capabilities,
+        META_CLIENT_INFO: client_info,
+    })
+}
+
+/// `params` with the envelope's keys added to its `_meta`; a key the
+/// request already carries is kept (a caller may send its own host's
+/// capabilities for this one request).
+pub(crate) fn stamp(params: Option<Value>, envelope: &Value) -> Value {
+    let mut params = match params {
+        Some(Value::Object(map)) => map,
+        _ => Map::new(),
+    };
+    let meta = params
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !meta.is_object() {
+        *meta = Value::Object(Map::new());
+    }
+    if let (Value::Object(meta), Value::Object(keys)) = (meta, envelope) {
+        for (k, v) in keys {
+            meta.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+    }
+    Value::Object(params)
+}
+
+/// What a failed `server/discover` probe means: `Ok` to fall back to
+/// `initialize` (the server does not know discover: method not found, an
+/// error of the 2025 protocol, no answer in time), an error only for a
+/// server that names the versions it speaks and none is this client's.
+pub(crate) fn probe_failed(e: McpError) -> Result<(), McpError> {
+    let McpError::Rpc(rpc) = &e else {
+        return Ok(());
+    };
+    if rpc.code != UNSUPPORTED_PROTOCOL_VERSION {
+        return Ok(());
+    }
+    let supported: Vec<&str> = rpc
+        .data
+        .as_ref()
+        .and_then(|d| d.get("supported"))
+        .and_then(Value::as_array)
+        .map(|all| all.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let speaks_any = supported
+        .iter()
+        .any(|v| PROTOCOL_VERSIONS.contains(v) || STATELESS_PROTOCOL_VERSIONS.contains(v));
+    if supported.is_empty() || speaks_any {
+        return Ok(());
+    }
+    Err(McpError::Protocol(format!(
+        "the server speaks protocol versions {}; this client speaks {} and {}",
+        supported.join(", "),
+        STATELESS_PROTOCOL_VERSIONS.join(", "),
+        PROTOCOL_VERSIONS.join(" and ")
+    )))
+}
+
+/// Whether an `initialize` error says the server has settled on the
+/// stateless protocol (a probe it answered after this client stopped
+/// waiting): then one more probe is worth it.
+pub(crate) fn initialize_refused_as_stateless(e: &McpError) -> bool {
+    matches!(e, McpError::Rpc(rpc) if rpc.code == UNSUPPORTED_PROTOCOL_VERSION
+        && rpc.data.as_ref().and_then(|d| d.get("supported")).and_then(Value::as_array)
+            .is_some_and(|all| all.iter().filter_map(Value::as_str).any(|v| STATELESS_PROTOCOL_VERSIONS.contains(&v))))
 }
 
 /// One page of a listing.

@@ -65,6 +65,8 @@ mod gateway_load;
 #[cfg(all(feature = "cli", feature = "http"))]
 mod gateway_sdk_http;
 #[cfg(all(feature = "cli", feature = "http"))]
+mod gateway_servers_2026;
+#[cfg(all(feature = "cli", feature = "http"))]
 mod gateway_stateless;
 #[cfg(feature = "cli")]
 mod hosts;

@@ -80,7 +80,7 @@ async fn open(
     retry: &mut Option<u64>,
 ) -> Result<Stream, McpError> {
     let response = shared
-        .send_with(Method::GET, None, true, last_id.as_deref())
+        .send_with(Method::GET, None, true, last_id.as_deref(), &Vec::new())
         .await?;
     if response.status() == StatusCode::METHOD_NOT_ALLOWED {
         return Ok(Stream::NotOffered);

@@ -1,5 +1,6 @@
 //! A remote MCP server over streamable HTTP (protocol versions 2025-06-18
-//! and 2025-11-25): each message is a POST to the server's one endpoint;
+//! and 2025-11-25, and 2026-07-28 when offered and the server answers
+//! `server/discover`): each message is a POST to the server's one endpoint;
 //! the answer to a request comes back as one JSON body or as a stream of
 //! server-sent events that may carry the server's notifications and
 //! requests before it; the server's own stream (a GET) carries what it
@@ -77,7 +78,11 @@ impl std::fmt::Debug for HttpTransport {
 impl HttpTransport {
     /// Runs the `initialize` handshake with the server at `url`, sending
     /// `headers` with every request, then opens the server's own event
-    /// stream where it offers one.
+    /// stream where it offers one. With
+    /// [`ConnectOptions::offer_stateless`], `server/discover` first: a
+    /// server that answers it is spoken to in MCP 2026-07-28 (no session,
+    /// no stream of its own; every request with its `_meta` envelope and
+    /// the `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers).
     ///
     /// # Errors
     ///
@@ -102,14 +107,16 @@ impl HttpTransport {
         let client = client(&options)?;
         let (notifications, _) = broadcast::channel(256);
         let shared = Arc::new(Shared::new(client, url, headers, options, notifications));
-        let server = tokio::time::timeout(shared.options.request_timeout, shared.initialize())
+        let server = tokio::time::timeout(shared.options.request_timeout, shared.handshake())
             .await
             .map_err(|_| McpError::Timeout(shared.options.request_timeout))??;
-        let listener = tokio::spawn(listen::listen(Arc::downgrade(&shared))).abort_handle();
+        // A stateless server has no stream of its own (2026-07-28).
+        let listener = (!server.is_stateless())
+            .then(|| tokio::spawn(listen::listen(Arc::downgrade(&shared))).abort_handle());
         Ok(HttpTransport {
             shared,
             server,
-            listener: Some(listener),
+            listener,
             closed: false,
         })
     }
@@ -246,6 +253,40 @@ fn describe(e: &reqwest::Error) -> String {
     text
 }
 
+/// A header value that carries `value`: as it is when it is printable
+/// ASCII without blanks at its edges, else in the `=?base64?...?=` form MCP
+/// 2026-07-28 gives any other value.
+pub(crate) fn header_value(value: &str) -> String {
+    let plain = value.bytes().all(|b| (0x20..0x7f).contains(&b)) && value.trim() == value;
+    if plain {
+        value.to_string()
+    } else {
+        format!("=?base64?{}?=", base64(value.as_bytes()))
+    }
+}
+
+/// Standard base64 with padding (RFC 4648 section 4).
+pub(crate) fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
 /// The params of `notifications/cancelled` for request `id`.
 fn cancelled_params(id: i64, params: Option<Value>) -> Value {
     let mut params = match params {
@@ -256,5 +297,7 @@ fn cancelled_params(id: i64, params: Option<Value>) -> Value {
     params
 }
 
+#[cfg(test)]
+mod stateless_tests;
 #[cfg(test)]
 mod tests;

@@ -17,12 +17,19 @@ use super::{cancelled_params, describe, RESPONSE_MESSAGES_BOUND};
 use crate::mcp::connection::{ConnectOptions, MAX_SERVER_REQUESTS};
 use crate::mcp::handle::CallHandle;
 use crate::mcp::jsonrpc::{codes, Id, Message, Notification, Request, Response, RpcError};
-use crate::mcp::transport::{McpError, ServerInfo, PROTOCOL_VERSIONS};
+use crate::mcp::transport::{
+    envelope, initialize_refused_as_stateless, probe_failed, stamp, McpError, ServerInfo,
+    DISCOVER_TIMEOUT, PROTOCOL_VERSIONS, STATELESS_PROTOCOL_VERSIONS,
+};
 
 /// The session header (2025-06-18 and later).
 pub(super) const SESSION_ID: &str = "mcp-session-id";
 /// The negotiated version, on every request after `initialize`.
 const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+/// A stateless request's method (2026-07-28).
+const METHOD: &str = "mcp-method";
+/// A stateless request's tool or prompt name, or resource URI.
+const NAME: &str = "mcp-name";
 /// The longest session id kept (the specification asks for visible ASCII;
 /// a longer one is refused rather than sent back on every request).
 const MAX_SESSION_ID_BYTES: usize = 1024;
@@ -40,7 +47,13 @@ pub(super) struct Session {
     /// How many handshakes made it (a re-initialize after an expiry is
     /// run once however many requests saw the expiry).
     generation: u64,
+    /// The `_meta` envelope of every request, for a stateless (2026-07-28)
+    /// server: no session, the routing headers on every request.
+    pub(super) envelope: Option<Value>,
 }
+
+/// The routing headers of one request to a stateless server.
+type Routing = Vec<(&'static str, HeaderValue)>;
 
 /// The state every request to the server shares.
 pub(super) struct Shared {
@@ -97,6 +110,90 @@ impl Shared {
         self.options.max_line_bytes
     }
 
+    /// How the server is spoken to: with
+    /// [`ConnectOptions::offer_stateless`], `server/discover` first (MCP
+    /// 2026-07-28, no session); else, or when the server does not know
+    /// it, the `initialize` handshake.
+    pub(super) async fn handshake(self: &Arc<Self>) -> Result<ServerInfo, McpError> {
+        if !self.options.offer_stateless {
+            return self.initialize().await;
+        }
+        if let Some(server) = self.discover().await? {
+            return Ok(server);
+        }
+        match self.initialize().await {
+            Err(e) if initialize_refused_as_stateless(&e) => self.discover().await?.ok_or(e),
+            other => other,
+        }
+    }
+
+    /// The `server/discover` probe, within [`DISCOVER_TIMEOUT`]: the
+    /// server's description when it speaks 2026-07-28, `None` to fall back
+    /// to `initialize` (an HTTP error, a JSON-RPC error, no answer in time,
+    /// a server that cannot be reached, which `initialize` then reports).
+    async fn discover(self: &Arc<Self>) -> Result<Option<ServerInfo>, McpError> {
+        let version = STATELESS_PROTOCOL_VERSIONS[0];
+        let envelope = envelope(
+            version,
+            &self.options.capabilities,
+            &self.options.client_info,
+        );
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let line = Message::Request(Request {
+            id: Id::Number(id),
+            method: "server/discover".into(),
+            params: Some(json!({ "_meta": envelope })),
+        })
+        .to_line();
+        let routing = vec![
+            (PROTOCOL_VERSION, HeaderValue::from_static(version)),
+            (METHOD, HeaderValue::from_static("server/discover")),
+        ];
+        let exchange = async {
+            let response = self
+                .send_with(Method::POST, Some(line), false, None, &routing)
+                .await?;
+            self.read_stateless_answer(id, response).await
+        };
+        let wait = DISCOVER_TIMEOUT.min(self.options.request_timeout);
+        let answer = match tokio::time::timeout(wait, exchange).await {
+            Ok(Ok(Ok(result))) => result,
+            Ok(Ok(Err(rpc))) => return probe_failed(McpError::Rpc(rpc)).map(|()| None),
+            Ok(Err(_)) | Err(_) => return Ok(None),
+        };
+        let Ok(server) = ServerInfo::from_discover(&answer) else {
+            return Ok(None);
+        };
+        let mut session = self.lock();
+        session.id = None;
+        session.version = Some(server.protocol_version.clone());
+        session.envelope = Some(envelope);
+        session.generation += 1;
+        Ok(Some(server))
+    }
+
+    /// The answer of a stateless server, which sends a JSON-RPC error with
+    /// an HTTP error status (400, 404): read as the error it is.
+    async fn read_stateless_answer(
+        self: &Arc<Self>,
+        id: i64,
+        response: reqwest::Response,
+    ) -> Result<Outcome, McpError> {
+        let status = response.status();
+        if status.is_success() || content_type(&response) != "application/json" {
+            return self.read_answer(id, check_status(response).await?).await;
+        }
+        let body = read_bounded(response, self.max_message()).await?;
+        match Message::parse(&body) {
+            Ok(Message::Response(Response {
+                outcome: Err(rpc), ..
+            })) => Ok(Err(rpc)),
+            _ => Err(McpError::Transport(format!(
+                "the server answered HTTP {status}"
+            ))),
+        }
+    }
+
     /// The `initialize` handshake: a fresh session, the negotiated version,
     /// then `notifications/initialized`.
     pub(super) async fn initialize(self: &Arc<Self>) -> Result<ServerInfo, McpError> {
@@ -129,6 +226,7 @@ impl Shared {
             let mut session = self.lock();
             session.id = session_id;
             session.version = Some(server.protocol_version.clone());
+            session.envelope = None;
             session.generation += 1;
         }
         self.notify("notifications/initialized", None).await?;
@@ -153,6 +251,14 @@ impl Shared {
             )));
         };
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (params, routing) = match self.session().envelope {
+            Some(envelope) => {
+                let params = stamp(params, &envelope);
+                let routing = routing(method, &params);
+                (Some(params), routing)
+            }
+            None => (params, Vec::new()),
+        };
         let line = Message::Request(Request {
             id: Id::Number(id),
             method: method.to_string(),
@@ -160,7 +266,7 @@ impl Shared {
         })
         .to_line();
         let timeout = self.options.request_timeout;
-        let exchange = tokio::time::timeout(timeout, self.exchange(id, line));
+        let exchange = tokio::time::timeout(timeout, self.exchange(id, line, &routing));
         let outcome = match handle {
             None => exchange.await,
             Some(handle) => tokio::select! {
@@ -182,8 +288,19 @@ impl Shared {
 
     /// POSTs a request and reads its answer; a session the server forgot
     /// (404) is set up again once and the request sent again.
-    async fn exchange(self: &Arc<Self>, id: i64, line: Vec<u8>) -> Result<Outcome, McpError> {
+    async fn exchange(
+        self: &Arc<Self>,
+        id: i64,
+        line: Vec<u8>,
+        routing: &Routing,
+    ) -> Result<Outcome, McpError> {
         let before = self.session();
+        if before.envelope.is_some() {
+            let response = self
+                .send_with(Method::POST, Some(line), true, None, routing)
+                .await?;
+            return self.read_stateless_answer(id, response).await;
+        }
         let response = self.send(Method::POST, Some(line.clone()), true).await?;
         if response.status() != StatusCode::NOT_FOUND || before.id.is_none() {
             return self.read_answer(id, check_status(response).await?).await;
@@ -212,6 +329,11 @@ impl Shared {
     /// POSTs a notification (or a response of the client's); the server
     /// answers 202 with no body.
     pub(super) async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), McpError> {
+        // MCP 2026-07-28 over HTTP has no notification from the client: a
+        // request is cancelled by closing its response stream.
+        if self.session().envelope.is_some() {
+            return Ok(());
+        }
         let line = Message::Notification(Notification {
             method: method.to_string(),
             params,
@@ -249,16 +371,19 @@ impl Shared {
         body: Option<Vec<u8>>,
         in_session: bool,
     ) -> Result<reqwest::Response, McpError> {
-        self.send_with(method, body, in_session, None).await
+        self.send_with(method, body, in_session, None, &Vec::new())
+            .await
     }
 
-    /// As [`Shared::send`], with `Last-Event-ID` when resuming a stream.
+    /// As [`Shared::send`], with `Last-Event-ID` when resuming a stream
+    /// and a stateless request's routing headers.
     pub(super) async fn send_with(
         &self,
         method: Method,
         body: Option<Vec<u8>>,
         in_session: bool,
         last_event_id: Option<&str>,
+        routing: &Routing,
     ) -> Result<reqwest::Response, McpError> {
         let mut headers = self.headers.clone();
         let accept = if body.is_some() {
@@ -278,6 +403,9 @@ impl Shared {
         }
         if let Some(last) = last_event_id.and_then(|l| HeaderValue::from_str(l).ok()) {
             headers.insert("last-event-id", last);
+        }
+        for (name, value) in routing {
+            headers.insert(*name, value.clone());
         }
         let mut request = self
             .client
@@ -333,7 +461,9 @@ impl Shared {
                         let wait = std::time::Duration::from_millis(ms.min(10_000));
                         tokio::time::sleep(wait).await;
                     }
-                    let resumed = self.send_with(Method::GET, None, true, Some(&last)).await?;
+                    let resumed = self
+                        .send_with(Method::GET, None, true, Some(&last), &Vec::new())
+                        .await?;
                     response = check_status(resumed).await?;
                     if content_type(&response) != "text/event-stream" {
                         break;
@@ -423,6 +553,28 @@ impl Shared {
             tracing::debug!(target: "mcppol::mcp", error = %e, "ending the session failed");
         }
     }
+}
+
+/// The routing headers of a request to a stateless server (MCP 2026-07-28
+/// "Transports"): its method, and the tool's or prompt's name or the
+/// resource's URI, in the `=?base64?...?=` form when it is not plain
+/// printable ASCII. The protocol version header is the session's.
+fn routing(method: &str, params: &Value) -> Routing {
+    let mut headers = Vec::new();
+    if let Ok(value) = HeaderValue::from_str(method) {
+        headers.push((METHOD, value));
+    }
+    let key = match method {
+        "tools/call" | "prompts/get" => "name",
+        "resources/read" => "uri",
+        _ => return headers,
+    };
+    if let Some(name) = params.get(key).and_then(Value::as_str) {
+        if let Ok(value) = HeaderValue::from_str(&super::header_value(name)) {
+            headers.push((NAME, value));
+        }
+    }
+    headers
 }
 
 /// The media type of a response, lower case, without parameters.

@@ -22,9 +22,9 @@ use crate::mcp::{BoxFuture, RequestHandler, RpcError};
 
 /// What the server saw and how it behaves.
 #[derive(Default)]
-struct Seen {
+pub(super) struct Seen {
     /// Every POSTed message, with the session header it came with.
-    posts: Vec<(Option<String>, Option<String>, Value)>,
+    pub(super) posts: Vec<(Option<String>, Option<String>, Value)>,
     /// How many handshakes; the session id is `s{n}`.
     sessions: usize,
     gets: usize,
@@ -32,7 +32,7 @@ struct Seen {
 }
 
 #[derive(Clone, Default)]
-struct Server {
+pub(super) struct Server {
     seen: Arc<Mutex<Seen>>,
     /// Whether GET opens a stream (else 405).
     offers_stream: bool,
@@ -41,7 +41,7 @@ struct Server {
 }
 
 impl Server {
-    fn seen(&self) -> std::sync::MutexGuard<'_, Seen> {
+    pub(super) fn seen(&self) -> std::sync::MutexGuard<'_, Seen> {
         self.seen.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -205,7 +205,7 @@ async fn delete_mcp(State(server): State<Server>, headers: HeaderMap) -> StatusC
 }
 
 /// Starts the server on 127.0.0.1 and gives its URL.
-async fn start(offers_stream: bool) -> (String, Server) {
+pub(super) async fn start(offers_stream: bool) -> (String, Server) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .unwrap_or_else(|e| panic!("{e}"));
