@@ -259,6 +259,7 @@ impl BundleFeed {
             }
             Err((e, digest)) => {
                 state.failures += 1;
+                store.bundle_failed();
                 // Backoff spares a server that fails or cannot be reached;
                 // a bundle that is refused is not fetched again anyway
                 // (304, or the same digest), so the interval stays.

@@ -30,7 +30,7 @@ use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use opentelemetry_sdk::Resource;
 
 use span::Pending;
-pub(crate) use span::{governed, note, session_digest, traced, RequestMeta};
+pub(crate) use span::{decided, governed, note, session_digest, traced, RequestMeta};
 
 use crate::store::Store;
 

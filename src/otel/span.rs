@@ -210,6 +210,27 @@ pub(crate) fn note(record: &AuditRecord<'_>) {
     }
 }
 
+/// The record of a request a front door decided and answered at once
+/// (`mcppol serve`'s `/v1/decide`), handed over for its spans: the request
+/// span runs from `started` to now. Nothing without an exporter.
+pub(crate) fn decided(meta: RequestMeta, started: SystemTime, record: &AuditRecord<'_>) {
+    let Some(exporter) = EXPORTER.get() else {
+        return;
+    };
+    let noted = Noted::of(record);
+    let at = noted.at;
+    exporter.hand_over(Pending {
+        inflight: Arc::new(InFlight {
+            meta,
+            started,
+            noted: Mutex::new(None),
+        }),
+        noted,
+        error: None,
+        answered: Some(at),
+    });
+}
+
 /// The session id as it is recorded: not the id itself (which addresses
 /// the session), its SHA-256, shortened.
 pub(crate) fn session_digest(id: &str) -> Arc<str> {
