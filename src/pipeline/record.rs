@@ -248,3 +248,62 @@ impl<'a> LazyCtx<'a> {
         self.cell.get_or_init(|| self.pipeline.base_ctx(self.opts))
     }
 }
+
+#[cfg(all(test, feature = "bundle", feature = "http"))]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use serde_json::json;
+
+    use crate::mcp::{text_result, FakeServer, MemoryTransport};
+    use crate::pipeline::{
+        Approval, ApprovalRequest, AuditRecord, CallOptions, Pipeline, PolicySource,
+    };
+    use crate::store::{BundleStamp, Store};
+    use crate::{LoadOptions, PolicySet};
+
+    fn install(store: &Store, revision: &str) {
+        let set = PolicySet::from_text("t.mcppol", "policy t {\n  ask \"s/write\"\n}\n").unwrap();
+        let policy = Arc::clone(set.get("t").unwrap());
+        store.install_bundle(
+            BundleStamp {
+                revision: revision.into(),
+                digest: format!("sha256:{revision}"),
+            },
+            vec![("t".into(), policy, "t.mcppol".into(), "sha256:00".into())],
+        );
+    }
+
+    #[tokio::test]
+    async fn the_audit_line_names_the_bundle_that_decided_not_one_swapped_in_meanwhile() {
+        let store = Arc::new(Store::empty(LoadOptions::default()));
+        install(&store, "r1");
+        let fake = FakeServer::new().tool(json!({"name": "write"}), |_| Ok(text_result("done")));
+        let lines: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
+        let sink = lines.clone();
+        let swapper = store.clone();
+        let source = PolicySource::Store {
+            store: store.clone(),
+            name: "t".into(),
+        };
+        let p = Pipeline::builder("s", Arc::new(MemoryTransport::new(fake)), source)
+            // A new revision arrives while the person is asked.
+            .approver(move |_: ApprovalRequest| {
+                install(&swapper, "r2");
+                async { Ok(Approval::AllowOnce) }
+            })
+            .audit(Arc::new(move |r: &AuditRecord<'_>| {
+                let revision = r.bundle.map(|(revision, _)| revision.to_string());
+                sink.lock().unwrap().push(revision);
+                Ok(())
+            }))
+            .build()
+            .unwrap();
+        let opts = CallOptions::default();
+        p.call_tool("write", json!({}), &opts).await.unwrap();
+        assert_eq!(*lines.lock().unwrap(), [Some("r1".to_string())]);
+        // The next call is decided, and named, with r2.
+        p.call_tool("write", json!({}), &opts).await.unwrap();
+        assert_eq!(lines.lock().unwrap()[1].as_deref(), Some("r2"));
+    }
+}
