@@ -397,6 +397,8 @@ fn serve_exporting(dir: &Path, endpoint: &str) -> (Child, String) {
         }
         line.clear();
     }
+    let _ = child.kill();
+    let _ = child.wait();
     panic!("mcppol serve printed no address");
 }
 
