@@ -112,6 +112,8 @@ pub(crate) struct Shared {
     /// File events the watcher saw and did not act on (opens, reads).
     pub ignored_events: AtomicU64,
     /// Bundles refused or not fetched (`--bundle`): for the metrics.
+    /// (Read only where bundles are fetched: features `bundle` and `http`.)
+    #[cfg_attr(not(all(feature = "bundle", feature = "http")), allow(dead_code))]
     pub bundle_failures: AtomicU64,
 }
 
