@@ -8,6 +8,7 @@
 //!
 //!     cargo bench --bench otlp            # 5,000 calls each way
 //!     MCPPOL_BENCH_CALLS=500 cargo bench --bench otlp
+//!     MCPPOL_BENCH_BIN=/path/to/other/mcppol cargo bench --bench otlp
 //!
 //! The server is this program itself, started with
 //! `MCPPOL_BENCH_ECHO_SERVER=1` (as in benches/proxy.rs).
@@ -57,7 +58,10 @@ fn us(d: Duration) -> f64 {
 }
 
 fn proxy(policy: &std::path::Path, me: &std::path::Path, otlp: Option<&str>) -> Session {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcppol"));
+    // `MCPPOL_BENCH_BIN` runs another build (a before/after pair).
+    let bin =
+        std::env::var_os("MCPPOL_BENCH_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_mcppol").into());
+    let mut cmd = Command::new(bin);
     cmd.args(["proxy", "--policy"]).arg(policy);
     if let Some(url) = otlp {
         cmd.args(["--otlp-endpoint", url]);

@@ -259,6 +259,7 @@ impl BundleFeed {
             }
             Err((e, digest)) => {
                 state.failures += 1;
+                store.bundle_failed();
                 // Backoff spares a server that fails or cannot be reached;
                 // a bundle that is refused is not fetched again anyway
                 // (304, or the same digest), so the interval stays.
@@ -307,7 +308,7 @@ impl BundleFeed {
             state.etag = etag;
         }
         let key = self.key;
-        tokio::task::spawn_blocking(move || verify(&bytes, &key))
+        let verified = tokio::task::spawn_blocking(move || verify(&bytes, &key))
             .await
             .map_err(|e| {
                 (
@@ -315,8 +316,14 @@ impl BundleFeed {
                     Some(digest.clone()),
                 )
             })?
-            .map(Some)
-            .map_err(|e| (e, Some(digest)))
+            .map_err(|e| (e, Some(digest.clone())))?;
+        let active = self.state().active.clone();
+        match active.as_ref().map(|a| not_newer(&verified, a)) {
+            Some(Err(e)) => Err((e, Some(digest))),
+            // The very bundle in force (fetched again after its ETag changed).
+            Some(Ok(false)) => Ok(None),
+            None | Some(Ok(true)) => Ok(Some(verified)),
+        }
     }
 
     /// How long to wait before the next check: the interval, doubled after
@@ -360,6 +367,46 @@ impl BundleFeed {
     }
 }
 
+/// Rollback protection: whether `candidate`, verified, may replace the
+/// bundle in force. `Ok(false)` when it is that bundle; refused (step
+/// `revision`) when it was built before it (its signed `built_at`), or
+/// carries its revision with other content (a revision names one bundle).
+/// Build times, not revision names, are compared: a revision may be a
+/// commit id, which has no order.
+fn not_newer(candidate: &Verified, active: &Active) -> Result<bool, BundleError> {
+    let m = &candidate.manifest;
+    if candidate.digest == active.digest {
+        return Ok(false);
+    }
+    let refuse = |message: String| {
+        BundleError::new(Step::Revision, message).help(
+            "an older bundle is never swapped in: to go back, build the old policies again as a new revision",
+        )
+    };
+    if m.revision == active.revision {
+        return Err(refuse(format!(
+            "revision `{}` is the one in force, with other content ({}, in force {}): a revision names one bundle",
+            m.revision, candidate.digest, active.digest
+        )));
+    }
+    let Ok(built) = humantime::parse_rfc3339(&m.built_at) else {
+        return Err(refuse(format!(
+            "revision `{}`: its build time `{}` is not an RFC 3339 time, so it cannot be told newer than the one in force",
+            m.revision, m.built_at
+        )));
+    };
+    // A bundle in force whose time cannot be read orders nothing.
+    if let Ok(in_force) = humantime::parse_rfc3339(&active.built_at) {
+        if built < in_force {
+            return Err(refuse(format!(
+                "revision `{}` was built at {}, before revision `{}` in force (built at {})",
+                m.revision, m.built_at, active.revision, active.built_at
+            )));
+        }
+    }
+    Ok(true)
+}
+
 /// A reqwest error in words, with its causes.
 fn describe(e: &reqwest::Error) -> String {
     let mut text = e.to_string();
@@ -394,6 +441,60 @@ mod tests {
         ] {
             assert!(Location::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    fn verified(revision: &str, built_at: &str, digest: &str) -> Verified {
+        Verified {
+            manifest: super::super::Manifest {
+                mcppol_bundle: 1,
+                revision: revision.into(),
+                built_at: built_at.into(),
+                key: "ed25519:0".into(),
+                policies: Vec::new(),
+                files: Vec::new(),
+            },
+            digest: digest.into(),
+            policies: Default::default(),
+        }
+    }
+
+    #[test]
+    fn an_older_build_or_a_revision_with_other_content_is_refused() {
+        let active = Active {
+            revision: "r7".into(),
+            digest: "sha256:7".into(),
+            built_at: "2026-12-02T10:00:00Z".into(),
+            key: "ed25519:0".into(),
+            policies: Vec::new(),
+            loaded_at: SystemTime::now(),
+        };
+        let check = |rev: &str, at: &str, digest: &str| {
+            not_newer(&verified(rev, at, digest), &active).map_err(|e| (e.step, e.message))
+        };
+        // Newer, or built in the same second: swapped in.
+        assert!(matches!(
+            check("r8", "2026-12-02T11:00:00Z", "sha256:8"),
+            Ok(true)
+        ));
+        assert!(matches!(
+            check("r8", "2026-12-02T10:00:00Z", "sha256:8"),
+            Ok(true)
+        ));
+        // The bundle in force itself: nothing new.
+        assert!(matches!(
+            check("r7", "2026-12-02T10:00:00Z", "sha256:7"),
+            Ok(false)
+        ));
+        // Built before the one in force, whatever its revision says.
+        let (step, message) = check("r9", "2026-12-02T09:59:59Z", "sha256:9").unwrap_err();
+        assert_eq!(step, Step::Revision);
+        assert!(message.contains("before revision `r7`"), "{message}");
+        // The revision in force with other content, even built later.
+        let (step, message) = check("r7", "2026-12-02T12:00:00Z", "sha256:x").unwrap_err();
+        assert_eq!(step, Step::Revision);
+        assert!(message.contains("a revision names one bundle"), "{message}");
+        // A build time that cannot be read is not newer.
+        assert!(check("r8", "yesterday", "sha256:8").is_err());
     }
 
     #[test]

@@ -119,6 +119,9 @@ pub(crate) enum Step {
     Digest,
     /// A policy or lock file does not check.
     Policy,
+    /// Older than the bundle in force (built before it), or its revision
+    /// with other content: rollback protection.
+    Revision,
 }
 
 impl Step {
@@ -130,6 +133,7 @@ impl Step {
             Step::Signature => "signature",
             Step::Digest => "digest",
             Step::Policy => "policy",
+            Step::Revision => "revision",
         }
     }
 }

@@ -109,10 +109,17 @@ pub struct ServeArgs {
     /// The JWTs' `aud`.
     #[arg(long, value_name = "AUD", requires = "jwks")]
     pub audience: Option<String>,
+    /// Export one span per `/v1/decide` decision, and the decision
+    /// metrics, to this OpenTelemetry collector (OTLP over HTTP: its base
+    /// URL, such as `http://127.0.0.1:4318`); without it,
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT` (docs/fleet.md).
+    #[cfg(feature = "otel")]
+    #[arg(long = "otlp-endpoint", value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
 }
 
 struct App {
-    store: Store,
+    store: Arc<Store>,
     /// The budgets' counters: a `/v1/decide` allow takes from them (the
     /// host acts on it).
     budgets: Arc<dyn crate::Budgets>,
@@ -165,10 +172,14 @@ pub fn run(args: ServeArgs) -> u8 {
                 eprint!("{}", e.render(super::color()));
                 return exit::USAGE;
             }
-            (store, None, policy.clone())
+            (Arc::new(store), None, policy.clone())
         }
         (None, Some(url)) => match runtime.block_on(first_bundle(url, &args)) {
-            Ok((store, feed)) => (store, Some(feed), PathBuf::from(format!("<bundle {url}>"))),
+            Ok((store, feed)) => (
+                Arc::new(store),
+                Some(feed),
+                PathBuf::from(format!("<bundle {url}>")),
+            ),
             Err(status) => return status,
         },
         (None, None) => return usage_error("give --policy PATH or --bundle URL", None),
@@ -205,6 +216,19 @@ pub fn run(args: ServeArgs) -> u8 {
     if let Err(e) = pick(&app, None) {
         return usage_error(&e, Some("give --name POLICY"));
     }
+    // The spans name the policy `--name` picks (or the only one).
+    #[cfg(feature = "otel")]
+    let _otel = {
+        let name = app
+            .name
+            .clone()
+            .or_else(|| app.store.names().first().cloned())
+            .unwrap_or_default();
+        match crate::otel::install(args.otlp_endpoint.as_deref(), &app.store, &name) {
+            Ok(guard) => guard,
+            Err(e) => return usage_error(&e, None),
+        }
+    };
     runtime.block_on(serve(Arc::new(app), args.listen))
 }
 
@@ -461,6 +485,8 @@ fn request_of(
 
 /// `POST /v1/decide`: what `eval --format json` prints.
 async fn decide(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> Response {
+    #[cfg(feature = "otel")]
+    let started = std::time::SystemTime::now();
     let who = match caller(&app, &headers).await {
         Ok(who) => who,
         Err(refused) => return refused,
@@ -488,6 +514,8 @@ async fn decide(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) ->
             } else {
                 decision
             };
+            #[cfg(feature = "otel")]
+            span_of_decision(&owned, &decision, stamp.as_deref(), started);
             let mut answer = decision_json(&decision);
             // Running from a bundle: which revision decided.
             if let (Some(stamp), Some(map)) = (stamp, answer.as_object_mut()) {
@@ -500,6 +528,54 @@ async fn decide(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) ->
         }
         Err(e) => error(StatusCode::BAD_REQUEST, &e),
     }
+}
+
+/// The spans of a `/v1/decide` decision, when an exporter runs: the
+/// record an audit line would carry (never the arguments: their digest),
+/// naming the bundle of the snapshot that decided.
+#[cfg(feature = "otel")]
+fn span_of_decision(
+    owned: &crate::eval::owned::OwnedRequest,
+    decision: &crate::Decision,
+    bundle: Option<&BundleStamp>,
+    started: std::time::SystemTime,
+) {
+    use crate::enforce::{AuditRecord, Outcome, Settled};
+    use crate::TargetKind;
+    if !crate::otel::active() {
+        return;
+    }
+    let method = match owned.kind {
+        TargetKind::Resource => "resources/read",
+        TargetKind::Prompt => "prompts/get",
+        _ => "tools/call",
+    };
+    // An ask is the host's to settle: serve never hears the answer.
+    let settled = if decision.decision == crate::Verdict::Ask {
+        Settled::Host
+    } else {
+        Settled::NotAsked
+    };
+    let mut outcome = Outcome::decided(
+        owned.server.as_str().into(),
+        owned.kind,
+        Some(&owned.name),
+        decision.clone(),
+        settled,
+    );
+    if owned.kind != TargetKind::Resource {
+        outcome.args_digest = Some(crate::pipeline::args_digest(&owned.args));
+    }
+    let record = AuditRecord::of(&outcome)
+        .with_bundle(bundle.map(|b| (b.revision.as_str(), b.digest.as_str())));
+    let meta = crate::otel::RequestMeta {
+        method,
+        request_id: String::new(),
+        transport: "tcp",
+        session_id: None,
+        protocol_version: None,
+    };
+    crate::otel::decided(meta, started, &record);
 }
 
 /// `POST /v1/explain`: what `explain --format json` prints.

@@ -187,11 +187,11 @@ fn start(gw: &Arc<Shared>, request: Request) {
         if mine {
             task_gw.host.respond(id, outcome).await;
         }
-        // After the answer is written (the writer is another task, on
-        // the proxy's one thread too): the spans cost the host nothing.
+        // After the answer is handed to the writer: one push onto the
+        // recorder's queue, which wakes no thread (the spans are made on
+        // the recorder's next round).
         #[cfg(feature = "otel")]
         if let Some(spans) = spans {
-            tokio::task::yield_now().await;
             spans.emit();
         }
     });

@@ -7,7 +7,11 @@
 //! - `mcppol_gateway_upstream_errors_total{server}`: a server that failed
 //!   to start, went down, or failed a request;
 //! - `mcppol_gateway_policy_generation` and `mcppol_gateway_policy_info
-//!   {policy,digest}`: which version of the policy is in force.
+//!   {policy,digest}`: which version of the policy is in force;
+//! - with `--bundle`, `mcppol_gateway_bundle_info{revision,digest}` (the
+//!   bundle in force, from the store's snapshot) and
+//!   `mcppol_gateway_bundle_failures_total` (bundles refused or not
+//!   fetched).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -41,6 +45,8 @@ pub(crate) struct Metrics {
     upstream_errors: Family<Labels, Counter>,
     generation: Gauge,
     policy: Family<Labels, Gauge>,
+    bundle: Family<Labels, Gauge>,
+    bundle_failures: Counter,
     store: Arc<Store>,
     policy_name: String,
 }
@@ -79,8 +85,22 @@ impl Metrics {
             "The policy in force and the digest of its text",
             policy.clone(),
         );
+        let bundle = Family::<Labels, Gauge>::default();
+        let bundle_failures = Counter::default();
+        registry.register(
+            "bundle_info",
+            "The signed bundle in force (--bundle): its revision and digest",
+            bundle.clone(),
+        );
+        registry.register(
+            "bundle_failures",
+            "Bundles refused (bad signature, digest, policy, format, an older revision) or not fetched",
+            bundle_failures.clone(),
+        );
         Metrics {
             registry,
+            bundle,
+            bundle_failures,
             decisions,
             latency,
             upstream_errors,
@@ -129,6 +149,21 @@ impl Metrics {
                     ("digest", p.digest.clone()),
                 ])
                 .set(1);
+        }
+        self.bundle.clear();
+        if let (_, Some(stamp)) = self.store.get_stamped(&self.policy_name) {
+            self.bundle
+                .get_or_create(&vec![
+                    ("revision", stamp.revision.clone()),
+                    ("digest", stamp.digest.clone()),
+                ])
+                .set(1);
+        }
+        // A counter only goes up: it is moved on to the store's count.
+        let failures = self.store.bundle_failures();
+        let shown = self.bundle_failures.get();
+        if failures > shown {
+            self.bundle_failures.inc_by(failures - shown);
         }
         let mut out = String::new();
         if encode(&mut out, &self.registry).is_err() {
@@ -200,5 +235,41 @@ mod tests {
             text.contains(r#"mcppol_gateway_policy_info{policy="p",digest="sha256:"#),
             "{text}"
         );
+        // Not running from a bundle: no bundle in force, no failure.
+        assert!(!text.contains("mcppol_gateway_bundle_info{"), "{text}");
+        assert!(
+            text.contains("mcppol_gateway_bundle_failures_total 0"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_bundle_in_force_and_the_refused_ones_are_exposed() {
+        let store = Arc::new(Store::empty(LoadOptions::default()));
+        let set =
+            crate::PolicySet::from_text("p.mcppol", "policy p {\n  allow \"a/*\"\n}\n").unwrap();
+        let policy = Arc::clone(set.get("p").unwrap());
+        let stamp = crate::BundleStamp {
+            revision: "r7".into(),
+            digest: "sha256:ab".into(),
+        };
+        store.install_bundle(
+            stamp,
+            vec![("p".into(), policy, "p.mcppol".into(), "sha256:cd".into())],
+        );
+        store.bundle_failed();
+        store.bundle_failed();
+        let m = Metrics::new(store.clone(), "p".into());
+        let text = m.render();
+        for line in [
+            r#"mcppol_gateway_bundle_info{revision="r7",digest="sha256:ab"} 1"#,
+            "mcppol_gateway_bundle_failures_total 2",
+        ] {
+            assert!(text.contains(line), "{line} missing from:\n{text}");
+        }
+        store.bundle_failed();
+        assert!(m
+            .render()
+            .contains("mcppol_gateway_bundle_failures_total 3"));
     }
 }

@@ -30,12 +30,20 @@ use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use opentelemetry_sdk::Resource;
 
 use span::Pending;
-pub(crate) use span::{governed, note, session_digest, traced, RequestMeta};
+pub(crate) use span::{decided, governed, note, session_digest, traced, RequestMeta};
 
 use crate::store::Store;
 
 /// The most spans waiting for the exporter; past it they are dropped.
-pub(crate) const MAX_QUEUED_SPANS: usize = 2048;
+pub(crate) const MAX_QUEUED_SPANS: usize = 8192;
+/// The most request records waiting for the recorder; past it they are
+/// dropped (two spans each).
+const MAX_QUEUED_RECORDS: usize = 4096;
+/// How often the recorder wakes to make the spans of the records handed
+/// over meanwhile. A request never wakes it: the hand-over is a push onto
+/// a queue nobody is blocked on, so it costs no system call and no thread
+/// switch on the request's path.
+const RECORD_TICK: Duration = Duration::from_millis(100);
 /// The most spans in one export request.
 const MAX_BATCH: usize = 512;
 /// How long a batch waits to fill up.
@@ -54,6 +62,8 @@ struct Exporter {
     /// To the recorder thread, which makes the spans and counts the
     /// metrics (closed when the process ends).
     records: Mutex<Option<SyncSender<Pending>>>,
+    /// Dropped to wake the recorder for its last round.
+    stop: Mutex<Option<SyncSender<()>>>,
     /// Told when the recorder has made its last spans.
     recorded: Mutex<Option<Receiver<()>>>,
     tracer: SdkTracer,
@@ -113,12 +123,23 @@ impl Exporter {
     }
 }
 
-/// Makes the spans and counts the metrics of each record handed over,
-/// until the process ends.
-fn record_all(records: Receiver<Pending>) {
-    while let Ok(record) = records.recv() {
-        if let Some(exporter) = EXPORTER.get() {
-            record.record(exporter);
+/// Makes the spans and counts the metrics of the records handed over, a
+/// round every [`RECORD_TICK`], until the process ends. It sleeps on
+/// `stop`, never on `records`: a request's hand-over finds no one to wake.
+fn record_all(records: Receiver<Pending>, stop: Receiver<()>) {
+    loop {
+        let last = !matches!(
+            stop.recv_timeout(RECORD_TICK),
+            Err(RecvTimeoutError::Timeout)
+        );
+        let exporter = EXPORTER.get();
+        while let Ok(record) = records.try_recv() {
+            if let Some(exporter) = exporter {
+                record.record(exporter);
+            }
+        }
+        if last {
+            return;
         }
     }
 }
@@ -134,6 +155,7 @@ impl Drop for Guard {
                     .unwrap_or_else(PoisonError::into_inner)
                     .take(),
             );
+            drop(e.stop.lock().unwrap_or_else(PoisonError::into_inner).take());
             let recorded = e
                 .recorded
                 .lock()
@@ -283,17 +305,19 @@ pub(crate) fn install(
         .with_unit("{span}")
         .with_callback(move |o| o.observe(failed.failed.load(Ordering::Relaxed), &[]))
         .build();
-    let (records, to_record) = sync_channel(MAX_QUEUED_SPANS / 2);
+    let (records, to_record) = sync_channel(MAX_QUEUED_RECORDS);
+    let (stop, stopped) = sync_channel(1);
     let (done, recorded) = sync_channel(1);
     std::thread::Builder::new()
         .name("mcppol-otel".into())
         .spawn(move || {
-            record_all(to_record);
+            record_all(to_record, stopped);
             let _ = done.send(());
         })
         .map_err(|e| format!("cannot start the OTLP recorder's thread: {e}"))?;
     let exporter = Exporter {
         records: Mutex::new(Some(records)),
+        stop: Mutex::new(Some(stop)),
         recorded: Mutex::new(Some(recorded)),
         tracer: traces.tracer("mcppol"),
         traces,

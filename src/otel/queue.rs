@@ -6,7 +6,7 @@
 //! count is a metric and a log line (docs/fleet.md).
 
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Poll, Wake, Waker};
@@ -27,6 +27,30 @@ pub(crate) struct Stats {
     pub(crate) failed: AtomicU64,
     /// Sent to the exporter and accepted.
     pub(crate) exported: AtomicU64,
+    /// The last export failed and the next waits out its backoff: spans
+    /// made meanwhile would be lost, so the recorder does not make them
+    /// (it counts them as failed).
+    pub(crate) backing_off: AtomicBool,
+}
+
+impl Stats {
+    /// Whether the endpoint is down and waited out (see `backing_off`).
+    pub(crate) fn down(&self) -> bool {
+        self.backing_off.load(Ordering::Relaxed)
+    }
+}
+
+/// The first wait after a failed export; it doubles with each failure in
+/// a row, up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+/// The longest wait between two exports to an endpoint that is down.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// The wait after `failing` failed exports in a row (at least one).
+fn backoff(failing: u32) -> Duration {
+    FIRST_BACKOFF
+        .saturating_mul(1 << failing.saturating_sub(1).min(5))
+        .min(MAX_BACKOFF)
 }
 
 /// The batching knobs.
@@ -147,8 +171,35 @@ struct Worker<E> {
 }
 
 impl<E: SpanExporter> Worker<E> {
+    /// Waits out the backoff after a failed export: what arrives
+    /// meanwhile is lost (counted as failed). `false` when the queue
+    /// closed (the process ends).
+    fn back_off(&self, wait: Duration) -> bool {
+        self.stats.backing_off.store(true, Ordering::Relaxed);
+        let until = Instant::now() + wait;
+        let open = loop {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break true;
+            }
+            match self.receiver.recv_timeout(left) {
+                Ok(_) => {
+                    self.stats.failed.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(RecvTimeoutError::Timeout) => break true,
+                Err(RecvTimeoutError::Disconnected) => break false,
+            }
+        };
+        self.stats.backing_off.store(false, Ordering::Relaxed);
+        open
+    }
+
     fn run(self) {
         let mut failures = 0u64;
+        // Failed exports in a row: each waits longer before the next, so
+        // an endpoint that is down costs one connection attempt per
+        // backoff (up to 30 s), not one per batch.
+        let mut failing = 0u32;
         // Until every sender is gone and the queue is empty.
         while let Ok(first) = self.receiver.recv() {
             let mut batch = vec![first];
@@ -168,12 +219,17 @@ impl<E: SpanExporter> Worker<E> {
             match result {
                 Ok(()) => {
                     self.stats.exported.fetch_add(n, Ordering::Relaxed);
+                    failing = 0;
                 }
                 Err(e) => {
                     self.stats.failed.fetch_add(n, Ordering::Relaxed);
                     failures += 1;
+                    failing = failing.saturating_add(1);
                     if is_power_of_ten(failures) {
                         tracing::warn!(target: "mcppol::otel", error = %e, failures, "an OTLP export failed: its spans are lost, decisions are not affected");
+                    }
+                    if !self.back_off(backoff(failing)) {
+                        break;
                     }
                 }
             }
@@ -264,6 +320,62 @@ mod tests {
         assert!(dropped >= 1_000 - 8 - 4 - 4, "dropped {dropped}");
         assert_eq!(dropped + exported, 1_000);
         assert_eq!(got.load(Ordering::Relaxed), exported);
+    }
+
+    /// An exporter that always fails, counting its attempts.
+    #[derive(Debug, Clone)]
+    struct Down {
+        attempts: Arc<AtomicU64>,
+    }
+
+    impl SpanExporter for Down {
+        async fn export(&self, _batch: Vec<SpanData>) -> OTelSdkResult {
+            self.attempts.fetch_add(1, Ordering::Relaxed);
+            Err(OTelSdkError::InternalFailure("connection refused".into()))
+        }
+    }
+
+    #[test]
+    fn an_endpoint_that_is_down_is_tried_once_per_backoff() {
+        let attempts = Arc::new(AtomicU64::new(0));
+        let stats = Arc::new(Stats::default());
+        let bounds = Bounds {
+            queue: 64,
+            batch: 4,
+            delay: Duration::from_millis(1),
+        };
+        let exporter = Down {
+            attempts: attempts.clone(),
+        };
+        let processor = BoundedProcessor::start(exporter, bounds, stats.clone()).unwrap();
+        let provider = SdkTracerProvider::builder()
+            .with_span_processor(processor)
+            .build();
+        let tracer = provider.tracer("test");
+        tracer.in_span("first", |_| {});
+        let started = Instant::now();
+        while !stats.down() && started.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(stats.down(), "the failed export started no backoff");
+        // Spans made during the backoff wait with it; none is sent.
+        for _ in 0..40 {
+            tracer.in_span("x", |_| {});
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(attempts.load(Ordering::Relaxed), 1);
+        // The process ending ends the backoff at once.
+        let stopping = Instant::now();
+        provider.shutdown().unwrap();
+        assert!(stopping.elapsed() < Duration::from_millis(500));
+        assert_eq!(stats.failed.load(Ordering::Relaxed), 41);
+        assert!(!stats.down());
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_thirty_seconds() {
+        let waits: Vec<u64> = (1..=8).map(|n| backoff(n).as_secs()).collect();
+        assert_eq!(waits, [1, 2, 4, 8, 16, 30, 30, 30]);
     }
 
     #[test]

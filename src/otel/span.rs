@@ -10,6 +10,7 @@
 //! served) is handed over at once.
 
 use std::future::Future;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
@@ -57,6 +58,9 @@ struct Noted {
     hook_id: Option<String>,
     approval: &'static str,
     args_digest: Option<String>,
+    /// The revision and digest of the bundle that decided (the record's,
+    /// taken with the policy snapshot).
+    bundle: Option<(String, String)>,
 }
 
 impl Noted {
@@ -77,6 +81,9 @@ impl Noted {
             hook_id: r.hook_id.map(str::to_string),
             approval: r.approval,
             args_digest: r.args_digest.map(str::to_string),
+            bundle: r
+                .bundle
+                .map(|(rev, digest)| (rev.to_string(), digest.to_string())),
         }
     }
 }
@@ -203,6 +210,27 @@ pub(crate) fn note(record: &AuditRecord<'_>) {
     }
 }
 
+/// The record of a request a front door decided and answered at once
+/// (`mcppol serve`'s `/v1/decide`), handed over for its spans: the request
+/// span runs from `started` to now. Nothing without an exporter.
+pub(crate) fn decided(meta: RequestMeta, started: SystemTime, record: &AuditRecord<'_>) {
+    let Some(exporter) = EXPORTER.get() else {
+        return;
+    };
+    let noted = Noted::of(record);
+    let at = noted.at;
+    exporter.hand_over(Pending {
+        inflight: Arc::new(InFlight {
+            meta,
+            started,
+            noted: Mutex::new(None),
+        }),
+        noted,
+        error: None,
+        answered: Some(at),
+    });
+}
+
 /// The session id as it is recorded: not the id itself (which addresses
 /// the session), its SHA-256, shortened.
 pub(crate) fn session_digest(id: &str) -> Arc<str> {
@@ -264,6 +292,22 @@ fn emit(
         attrs.push(KeyValue::new("error.type", code.to_string()));
         metric_attrs.push(KeyValue::new("error.type", code.to_string()));
     }
+    e.decisions.add(
+        1,
+        &[
+            KeyValue::new("mcppol.server", n.server.clone()),
+            KeyValue::new("gen_ai.security.decision.type", n.decision),
+            KeyValue::new("gen_ai.security.decision.reason", n.reason),
+        ],
+    );
+    let took = end.duration_since(started).unwrap_or_default();
+    e.duration.record(took.as_secs_f64(), &metric_attrs);
+    if e.stats.down() {
+        // The endpoint is down and its backoff runs: spans made now would
+        // be lost, so they are counted as lost without being made.
+        e.stats.failed.fetch_add(2, Ordering::Relaxed);
+        return;
+    }
     let request = e
         .tracer
         .span_builder(span_name)
@@ -299,6 +343,10 @@ fn emit(
             guard.push(KeyValue::new(key, v.clone()));
         }
     }
+    if let Some((revision, digest)) = &n.bundle {
+        guard.push(KeyValue::new("mcppol.bundle.revision", revision.clone()));
+        guard.push(KeyValue::new("mcppol.bundle.digest", digest.clone()));
+    }
     let mut guardrail = e
         .tracer
         .span_builder("apply_guardrail mcppol")
@@ -312,15 +360,4 @@ fn emit(
         span.set_status(Status::error(format!("JSON-RPC error {code}")));
     }
     span.end_with_timestamp(end);
-
-    e.decisions.add(
-        1,
-        &[
-            KeyValue::new("mcppol.server", n.server.clone()),
-            KeyValue::new("gen_ai.security.decision.type", n.decision),
-            KeyValue::new("gen_ai.security.decision.reason", n.reason),
-        ],
-    );
-    let took = end.duration_since(started).unwrap_or_default();
-    e.duration.record(took.as_secs_f64(), &metric_attrs);
 }

@@ -96,11 +96,19 @@ impl Pipeline {
         arguments: Value,
         opts: &CallOptions,
     ) -> Result<ToolResult, CallError> {
-        // One policy snapshot for the whole call.
-        let policy = self.policy_snapshot();
+        // One policy snapshot for the whole call, and the bundle it came
+        // from, which the call's record names.
+        let (policy, bundle) = self.policy_snapshot_stamped();
         // Refused before policy: the one audit line says by what.
         let refused = |e: CallError, hidden: bool, args: &Value| {
-            self.refused(TargetKind::Tool, Some(name), e, hidden, Some(args))
+            self.refused(
+                TargetKind::Tool,
+                Some(name),
+                e,
+                hidden,
+                Some(args),
+                bundle.as_deref(),
+            )
         };
         let catalog = match self.cached_catalog().await {
             Ok(c) => c,
@@ -120,7 +128,7 @@ impl Pipeline {
         let state = self
             .approval_state(name, &entry, opts.principal.as_deref())
             .await;
-        let base = LazyCtx::new(self, opts);
+        let base = LazyCtx::new(self, opts, bundle.clone());
         let mut call = ToolCall {
             server: self.server.clone(),
             name: name.to_string(),
@@ -138,6 +146,7 @@ impl Pipeline {
                 e,
                 false,
                 Some(&call.arguments),
+                base.audited.bundle(),
             )),
             other => other,
         };
@@ -201,7 +210,7 @@ impl Pipeline {
                         "hook_halt",
                     )
                     .with_hook(Some(&hook.id));
-                    self.record(outcome, Some(&call.arguments))?;
+                    self.record(outcome, Some(&call.arguments), base.audited.bundle())?;
                     return Ok(Some(result));
                 }
                 Ok(Before::Allow) => return Err(bad_return(hook)),

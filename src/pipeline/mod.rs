@@ -86,12 +86,13 @@ impl PolicySource {
         }
     }
 
-    /// The bundle the store's policies came from (`--bundle`), for the
-    /// audit line's `bundle` key; `None` when not running from one.
-    fn bundle_stamp(&self) -> Option<Arc<crate::store::BundleStamp>> {
+    /// The policy and the bundle the store's policies came from
+    /// (`--bundle`; `None` when not running from one), from one snapshot,
+    /// for the audit line's `bundle` key.
+    fn snapshot_stamped(&self) -> (Option<Arc<Policy>>, Option<Arc<crate::store::BundleStamp>>) {
         match self {
-            PolicySource::Store { store, name } => store.get_stamped(name).1,
-            PolicySource::Fixed(_) => None,
+            PolicySource::Store { store, name } => store.get_stamped(name),
+            PolicySource::Fixed(p) => (Some(p.clone()), None),
         }
     }
 }

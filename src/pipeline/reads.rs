@@ -1,7 +1,8 @@
 //! Resource reads and prompt gets: their hooks, then the policy (which
 //! never asks), then the request, with the URI the rules saw.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::{Map, Value};
@@ -9,12 +10,12 @@ use serde_json::{Map, Value};
 use super::call::{bad_return, hook_denied};
 use super::error::CallError;
 use super::hooks::{ctx_for, emit, run_task, Gate, HookFn, PromptGate};
-use super::record::emit_call;
+use super::record::{emit_call, Audited};
 use super::send::request;
 use super::types::CallOptions;
 use super::Pipeline;
 use crate::enforce::Settled;
-use crate::{Decision, Request, TargetKind, Verdict};
+use crate::{Decision, Policy, Request, TargetKind, Verdict};
 
 /// `params` (the request's other params) with the keys the pipeline
 /// writes itself set to `own`, in `own`'s order first.
@@ -45,11 +46,18 @@ impl Pipeline {
     /// the read.
     pub async fn read_resource(&self, uri: &str, opts: &CallOptions) -> Result<Value, CallError> {
         let started = Instant::now();
-        let audited = AtomicBool::new(false);
-        let out = match self.read_inner(uri, opts, &audited).await {
-            Err(e) if !audited.load(Ordering::Relaxed) => {
-                Err(self.refused(TargetKind::Resource, Some(uri), e, false, None))
-            }
+        // One snapshot: the policy that decides and the bundle it names.
+        let (policy, bundle) = self.policy_snapshot_stamped();
+        let audited = Audited::new(bundle);
+        let out = match self.read_inner(uri, opts, &audited, policy).await {
+            Err(e) if !audited.load(Ordering::Relaxed) => Err(self.refused(
+                TargetKind::Resource,
+                Some(uri),
+                e,
+                false,
+                None,
+                audited.bundle(),
+            )),
             other => other,
         };
         // The URI is request data: telemetry leaves it out.
@@ -61,9 +69,9 @@ impl Pipeline {
         &self,
         uri: &str,
         opts: &CallOptions,
-        audited: &AtomicBool,
+        audited: &Audited,
+        policy: Option<Arc<Policy>>,
     ) -> Result<Value, CallError> {
-        let policy = self.policy_snapshot();
         let base = self.base_ctx(opts);
         for hook in &self.hooks.resource {
             if !hook.matcher.matches(&self.server, uri) {
@@ -155,12 +163,22 @@ impl Pipeline {
         opts: &CallOptions,
     ) -> Result<Value, CallError> {
         let started = Instant::now();
-        let audited = AtomicBool::new(false);
+        // One snapshot: the policy that decides and the bundle it names.
+        let (policy, bundle) = self.policy_snapshot_stamped();
+        let audited = Audited::new(bundle);
         let digest_of = arguments.clone();
-        let out = match self.prompt_inner(name, arguments, opts, &audited).await {
-            Err(e) if !audited.load(Ordering::Relaxed) => {
-                Err(self.refused(TargetKind::Prompt, Some(name), e, false, digest_of.as_ref()))
-            }
+        let out = match self
+            .prompt_inner(name, arguments, opts, &audited, policy)
+            .await
+        {
+            Err(e) if !audited.load(Ordering::Relaxed) => Err(self.refused(
+                TargetKind::Prompt,
+                Some(name),
+                e,
+                false,
+                digest_of.as_ref(),
+                audited.bundle(),
+            )),
             other => other,
         };
         emit_call(&self.server, TargetKind::Prompt, Some(name), started, &out);
@@ -172,9 +190,9 @@ impl Pipeline {
         name: &str,
         mut arguments: Option<Value>,
         opts: &CallOptions,
-        audited: &AtomicBool,
+        audited: &Audited,
+        policy: Option<Arc<Policy>>,
     ) -> Result<Value, CallError> {
-        let policy = self.policy_snapshot();
         let base = self.base_ctx(opts);
         for hook in &self.hooks.prompt {
             if !hook.matcher.matches(&self.server, name) {

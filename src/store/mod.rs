@@ -190,6 +190,23 @@ impl Store {
         self.shared.install_bundle(stamp, policies)
     }
 
+    /// Counts a bundle that did not load (refused, or not fetched).
+    #[cfg(all(feature = "bundle", feature = "http"))]
+    pub(crate) fn bundle_failed(&self) {
+        self.shared
+            .bundle_failures
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// How many bundles did not load (refused, or not fetched) since the
+    /// store started.
+    #[cfg(all(feature = "bundle", feature = "http"))]
+    pub(crate) fn bundle_failures(&self) -> u64 {
+        self.shared
+            .bundle_failures
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Decides a request against the policy of that name; a name that is
     /// not loaded is denied with `reason: no_policy`. Lock-free: reloads
     /// never block it.

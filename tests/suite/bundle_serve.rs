@@ -3,7 +3,7 @@
 //! A new signed revision is picked up by both within a poll interval; a
 //! bad signature, a changed file, a broken policy and a truncated download
 //! each change nothing (decisions stay the old revision's) and show in
-//! `/v1/status` and the log.
+//! `/v1/status` and the log; so does an older signed bundle (rollback).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -360,6 +360,75 @@ fn two_replicas_follow_signed_revisions_and_keep_the_last_good_one() {
         .as_str()
         .unwrap()
         .starts_with("sha256:"));
+}
+
+/// `pol/` of `dir` built as `NAME.bundle` at `epoch` (its signed build
+/// time), with `github/create_issue` allowed or not.
+fn built_at(dir: &Path, name: &str, epoch: u64, allow_create: bool) -> Vec<u8> {
+    let extra = if allow_create {
+        "  allow \"github/create_issue\"\n"
+    } else {
+        ""
+    };
+    std::fs::write(
+        dir.join("pol/github.mcppol"),
+        format!("policy github {{\n  default deny\n  allow \"github/get_user\"\n{extra}}}\n"),
+    )
+    .unwrap();
+    let file = format!("{name}-{epoch}.bundle");
+    let out = crate::common::mcppol()
+        .current_dir(dir)
+        .env("SOURCE_DATE_EPOCH", epoch.to_string())
+        .args([
+            "bundle",
+            "build",
+            "pol",
+            "-o",
+            &file,
+            "--revision",
+            name,
+            "--key",
+        ])
+        .arg(fixture("test-key.pem"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    std::fs::read(dir.join(file)).unwrap()
+}
+
+#[test]
+fn an_older_bundle_or_a_revision_with_other_content_keeps_the_one_in_force() {
+    let dir = scratch();
+    let t = 1_796_205_600;
+    let server = BundleServer::start(built_at(dir.path(), "r7", t, false));
+    let r = replica(&server.url(), &dir.path().join("a.jsonl"));
+    assert_eq!(decide(&r), ("deny".into(), "r7".into()));
+    // Signed with the right key, but built an hour before r7 (a replay of
+    // an old bundle), or r7's revision with other policies.
+    let cases = [
+        ("older", built_at(dir.path(), "r6", t - 3600, true)),
+        ("same revision", built_at(dir.path(), "r7", t + 60, true)),
+    ];
+    for (case, bytes) in cases {
+        let before = bundle_status(&r)["failures"].as_u64().unwrap();
+        server.publish(bytes);
+        let seen = wait_for(Duration::from_secs(4 * POLL), || {
+            let s = bundle_status(&r);
+            s["failures"].as_u64().unwrap() > before && s["last_error"]["step"] == "revision"
+        });
+        let status = bundle_status(&r);
+        assert!(seen.is_some(), "{case}: not refused: {status}");
+        assert_eq!(status["revision"], "r7", "{case}");
+        assert_eq!(decide(&r), ("deny".into(), "r7".into()), "{case}");
+    }
+    let log = r.log.lock().unwrap().clone();
+    assert!(log.contains("step=\"revision\""), "{log}");
+    // A newer revision still loads.
+    server.publish(built_at(dir.path(), "r8", t + 120, true));
+    let took = wait_for(Duration::from_secs(4 * POLL), || {
+        decide(&r) == ("allow".into(), "r8".into())
+    });
+    assert!(took.is_some(), "r8 not picked up: {}", bundle_status(&r));
 }
 
 #[test]

@@ -367,3 +367,119 @@ fn a_gateway_session_s_spans_name_its_transport_and_session_but_not_its_id() {
         );
     }
 }
+
+/// `mcppol serve` with an exporter, and the address it listens on.
+fn serve_exporting(dir: &Path, endpoint: &str) -> (Child, String) {
+    let policy = dir.join("t.mcppol");
+    std::fs::write(&policy, POLICY).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcppol"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--policy"])
+        .arg(&policy)
+        .args(["--otlp-endpoint", endpoint])
+        .env("NO_COLOR", "1")
+        .env("MCPPOL_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    while stderr.read_line(&mut line).unwrap() > 0 {
+        if let Some(a) = line
+            .trim()
+            .strip_prefix("mcppol serve: listening on http://")
+        {
+            let addr = a.to_string();
+            // Drained, so the process never blocks on a full pipe.
+            std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+            return (child, addr);
+        }
+        line.clear();
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("mcppol serve printed no address");
+}
+
+/// `POST /v1/decide` with `body`: the answer's JSON.
+fn serve_decide(addr: &str, body: &Value) -> Value {
+    use std::io::{Read, Write};
+    let body = body.to_string();
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "POST /v1/decide HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).unwrap();
+    let (_, json) = raw.split_once("\r\n\r\n").unwrap();
+    serde_json::from_str(json).unwrap()
+}
+
+#[test]
+fn each_serve_decision_arrives_as_one_span_pair_without_argument_text() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("otlp");
+    std::fs::create_dir(&out).unwrap();
+    let receiver = Receiver::start(&python, &out);
+    let endpoint = format!("http://127.0.0.1:{}", receiver.port);
+    let (mut serve, addr) = serve_exporting(dir.path(), &endpoint);
+    let calls = 30;
+    for i in 0..calls {
+        let (tool, decision, ..) = expected(i);
+        let answer = serve_decide(
+            &addr,
+            &json!({"tool": format!("s/{tool}"), "args": {"path": format!("{MARKER}-{i}")}}),
+        );
+        assert_eq!(answer["decision"], decision, "{answer}");
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let spans = loop {
+        let spans = lines(&out.join("spans.jsonl"));
+        if spans.len() >= 2 * calls || Instant::now() > deadline {
+            break spans;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let _ = serve.kill();
+    let _ = serve.wait();
+    assert_eq!(spans.len(), 2 * calls, "{spans:#?}");
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for guardrail in spans.iter().filter(|s| s["kind"] == 1) {
+        let a = &guardrail["attributes"];
+        assert_eq!(a["gen_ai.security.policy.name"], "t");
+        assert!(a["mcppol.args_digest"]
+            .as_str()
+            .unwrap()
+            .starts_with("sha256:"));
+        let key = format!(
+            "{} {}",
+            a["gen_ai.security.decision.type"].as_str().unwrap(),
+            a["mcppol.source"].as_str().unwrap()
+        );
+        *seen.entry(key).or_default() += 1;
+    }
+    let want: BTreeMap<String, usize> = [
+        ("allow allow".to_string(), 10),
+        ("deny default".to_string(), 10),
+        ("deny deny".to_string(), 10),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(seen, want);
+    for request in spans.iter().filter(|s| s["kind"] == 2) {
+        let a = &request["attributes"];
+        assert_eq!(a["mcp.method.name"], "tools/call");
+        assert_eq!(a["network.transport"], "tcp");
+        assert_eq!(a["mcppol.server"], "s");
+    }
+    let raw = std::fs::read(out.join("raw.bin")).unwrap();
+    assert!(
+        !raw.windows(MARKER.len()).any(|w| w == MARKER.as_bytes()),
+        "argument text reached the collector"
+    );
+}

@@ -111,6 +111,10 @@ pub(crate) struct Shared {
     state: Mutex<State>,
     /// File events the watcher saw and did not act on (opens, reads).
     pub ignored_events: AtomicU64,
+    /// Bundles refused or not fetched (`--bundle`): for the metrics.
+    /// (Read only where bundles are fetched: features `bundle` and `http`.)
+    #[cfg_attr(not(all(feature = "bundle", feature = "http")), allow(dead_code))]
+    pub bundle_failures: AtomicU64,
 }
 
 pub(crate) struct State {
@@ -200,6 +204,7 @@ impl Shared {
                 subscribers: Vec::new(),
             }),
             ignored_events: AtomicU64::new(0),
+            bundle_failures: AtomicU64::new(0),
         }
     }
 
