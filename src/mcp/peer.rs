@@ -179,7 +179,8 @@ impl Peer {
 
     /// A peer whose messages are handed to `to` as they are sent (no
     /// writer task, no bytes), with at most `max_pending` requests waiting
-    /// for answers.
+    /// for answers. The gateway's HTTP sessions use it (feature `http`).
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn direct(side: &'static str, to: Arc<dyn Deliver>, max_pending: usize) -> Peer {
         Peer {
             side,
