@@ -61,6 +61,12 @@ async fn on_line(gw: &Arc<Shared>, line: &[u8]) {
             return;
         }
     };
+    on_message(gw, message).await;
+}
+
+/// One message from the host, read (a line of stdin) or handed over (an
+/// HTTP POST's body, parsed once there).
+pub(crate) async fn on_message(gw: &Arc<Shared>, message: Message) {
     match message {
         Message::Response(Response { id, outcome }) => {
             if !gw.host.resolve(&id, outcome) {

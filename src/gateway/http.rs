@@ -47,6 +47,7 @@ use super::stateless;
 use super::taint::Taint;
 use super::Config;
 use crate::http_auth::Authenticator;
+use crate::mcp::jsonrpc::Message;
 
 /// The session header.
 const SESSION: &str = "mcp-session-id";
@@ -133,7 +134,7 @@ pub(crate) async fn run(config: Config, http: HttpConfig) -> u8 {
     let mut sessions: Vec<Arc<HttpSession>> = lock(&app.sessions).drain().map(|(_, s)| s).collect();
     sessions.extend(lock(&app.stateless).drain().map(|(_, s)| s));
     for s in &sessions {
-        s.end().await;
+        s.end();
     }
     for s in &sessions {
         s.stopped().await;
@@ -175,7 +176,7 @@ async fn expire(app: std::sync::Weak<App>) {
         }
         for s in expired {
             tracing::info!(target: "mcppol::gateway", session = %s.id, "an idle session expired");
-            s.end().await;
+            s.end();
         }
         let tick = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
         drop(app);
@@ -193,7 +194,16 @@ pub(super) fn plain(status: StatusCode, text: &str) -> Response {
 }
 
 pub(super) fn json_response(status: StatusCode, value: &Value, session: Option<&str>) -> Response {
-    let mut r = Response::new(Body::from(value.to_string()));
+    json_text_response(status, value.to_string(), session)
+}
+
+/// A JSON body already written.
+pub(super) fn json_text_response(
+    status: StatusCode,
+    json: String,
+    session: Option<&str>,
+) -> Response {
+    let mut r = Response::new(Body::from(json));
     *r.status_mut() = status;
     r.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -299,7 +309,7 @@ async fn mcp(
         Method::DELETE => match session {
             Some(s) => {
                 lock(&app.sessions).remove(&s.id);
-                s.end().await;
+                s.end();
                 StatusCode::NO_CONTENT.into_response()
             }
             None => plain(
@@ -361,51 +371,59 @@ async fn post(
     headers: &HeaderMap,
     body: &Bytes,
 ) -> Response {
-    let Ok(message) = serde_json::from_slice::<Value>(body) else {
+    // The body is parsed here, once: the session is given the message.
+    let Ok(value) = serde_json::from_slice::<Value>(body) else {
         let e = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "the body is not JSON"}});
         return json_response(StatusCode::BAD_REQUEST, &e, None);
     };
-    if !message.is_object() {
+    if !value.is_object() {
         let e = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": "one JSON-RPC message per POST (batches are not part of MCP)"}});
         return json_response(StatusCode::BAD_REQUEST, &e, None);
     }
-    let method = message.get("method").and_then(Value::as_str);
-    let params = message.get("params").unwrap_or(&Value::Null);
+    let method = value.get("method").and_then(Value::as_str);
+    let params = value.get("params").unwrap_or(&Value::Null);
     if session.is_none() && (stateless::is_stateless(params) || method == Some("server/discover")) {
-        return super::http_stateless::post(app, principal, headers, message).await;
+        return super::http_stateless::post(app, principal, headers, value).await;
     }
-    let id = message.get("id").filter(|id| !id.is_null()).cloned();
-    let (session, opened) = match (session, method) {
-        (Some(s), _) => (s, false),
-        (None, Some("initialize")) if id.is_some() => match open(app, principal) {
+    let opens = session.is_none() && method == Some("initialize");
+    let message = match Message::from_value(value) {
+        Ok(m) => m,
+        Err(e) => {
+            let e = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": e.to_string()}});
+            return json_response(StatusCode::BAD_REQUEST, &e, None);
+        }
+    };
+    let (session, opened) = match session {
+        Some(s) => (s, false),
+        None if opens && matches!(message, Message::Request(_)) => match open(app, principal) {
             Ok(s) => (s, true),
             Err(r) => return *r,
         },
-        (None, _) => {
+        None => {
             return plain(
                 StatusCode::BAD_REQUEST,
                 "no Mcp-Session-Id header: send `initialize` first",
             )
         }
     };
-    let Some(id) = id.filter(|_| method.is_some()) else {
+    let Message::Request(request) = message else {
         // A notification or an answer to the gateway's question.
-        if !session.send(&message).await {
+        if !session.receive(message).await {
             return plain(StatusCode::NOT_FOUND, "the session has ended");
         }
         return StatusCode::ACCEPTED.into_response();
     };
-    let key = id.to_string();
-    let answer = session.expect(key.clone());
+    let id = request.id.clone();
+    let answer = session.expect(id.clone());
     let stream = accepts_events(headers).then(|| session.open_stream());
-    if !session.send(&message).await {
-        session.forget(&key);
+    if !session.receive(Message::Request(request)).await {
+        session.forget(&id);
         return plain(StatusCode::NOT_FOUND, "the session has ended");
     }
     let sid = opened.then(|| session.id.clone());
     match stream {
         None => match answer.await {
-            Ok(v) => json_response(StatusCode::OK, &v, sid.as_deref()),
+            Ok(a) => json_text_response(StatusCode::OK, answer_text(a), sid.as_deref()),
             Err(_) => plain(StatusCode::NOT_FOUND, "the session ended before answering"),
         },
         Some((n, questions)) => {
@@ -458,9 +476,8 @@ fn open(
     let open = sessions.len() + lock(&app.stateless).len();
     let id = new_session_id(open, app)?;
     let mut config = session_config(app, principal);
-    let max_line = config.max_line_bytes;
     config.session = Some(id.clone());
-    let session = HttpSession::start(id.clone(), config, max_line);
+    let session = HttpSession::start(id.clone(), config);
     tracing::info!(target: "mcppol::gateway", session = %id, principal = session.principal.as_deref().unwrap_or(""), "a session opened");
     sessions.insert(id, session.clone());
     Ok(session)
@@ -469,6 +486,20 @@ fn open(
 /// An event of the stream.
 pub(crate) fn event(message: &Value) -> Event {
     Event::default().event("message").data(message.to_string())
+}
+
+/// The event of an answer, the last of a POST's stream.
+pub(crate) fn answer_event(answer: crate::mcp::jsonrpc::Response) -> Event {
+    Event::default().event("message").data(answer_text(answer))
+}
+
+/// An answer as JSON text: its members in the order a line has them,
+/// written once, from the value the session answered with.
+pub(super) fn answer_text(answer: crate::mcp::jsonrpc::Response) -> String {
+    let mut line = Message::Response(answer).to_line();
+    line.pop();
+    // Serialized from values: always UTF-8.
+    String::from_utf8(line).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -1,8 +1,9 @@
 //! One MCP session of the HTTP host side: a whole gateway session (its own
-//! servers, its own taint, its caller) run over two in-memory pipes, as
-//! the stdio side runs over stdin and stdout. What a POST carries is
-//! written to the session as one line; what the session writes is routed
-//! back: an answer to the POST waiting for it, anything else (an
+//! servers, its own taint, its caller) fed the host's messages as values.
+//! A POST's body, parsed once, is handed to the session
+//! ([`HttpSession::receive`]); what the session sends the host is handed
+//! to its [`Router`] as it is sent, with no pipe, writer task or second
+//! parse between: an answer to the POST waiting for it, anything else (an
 //! elicitation, a server's `roots/list`, a notification) to one of the
 //! session's open event streams ([`Outbox`]): a POST's stream, or the
 //! session's one `GET` stream. A message with no stream to go to is
@@ -14,14 +15,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde_json::Value;
-use tokio::io::{AsyncWriteExt, BufReader, DuplexStream};
 use tokio::sync::{mpsc, oneshot};
 
-use super::{serve, Config};
-use crate::mcp::framing::{FrameError, LineReader};
-
-/// How much a session's pipes buffer each way.
-const PIPE_BYTES: usize = 1 << 20;
+use super::{host, serve_direct, Config, Shared};
+use crate::mcp::jsonrpc::{codes, Id, Message, Response};
+use crate::mcp::peer::Deliver;
+use crate::mcp::RpcError;
 
 /// The most messages waiting on one event stream before more are dropped.
 pub(crate) const STREAM_QUEUE: usize = 256;
@@ -32,12 +31,12 @@ pub(crate) struct HttpSession {
     pub(crate) id: String,
     /// The caller the session was opened for (its token's principal).
     pub(crate) principal: Option<String>,
-    /// What the session reads: closed (taken) to end it.
-    input: tokio::sync::Mutex<Option<DuplexStream>>,
-    /// POSTs waiting for their answer, by the request id's JSON text.
-    waiting: Mutex<HashMap<String, oneshot::Sender<Value>>>,
-    /// The open event streams.
-    outbox: Mutex<Outbox>,
+    /// The gateway session the host's messages are given to.
+    gw: Arc<Shared>,
+    /// Where what the gateway session sends the host goes.
+    router: Arc<Router>,
+    /// Taken (and sent) to end the session.
+    end: Mutex<Option<oneshot::Sender<()>>>,
     /// When a request last came.
     pub(crate) last_seen: Mutex<Instant>,
     /// The gateway session's task: done once every server is reaped.
@@ -49,75 +48,79 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl HttpSession {
-    /// Starts a session: the gateway session on its pipes, and the task
-    /// that routes what it writes.
-    pub(crate) fn start(id: String, config: Config, max_line_bytes: usize) -> Arc<HttpSession> {
+    /// Starts a session: the gateway session, fed and read directly.
+    pub(crate) fn start(id: String, config: Config) -> Arc<HttpSession> {
         let principal = config.principal.clone();
-        let (input, gateway_in) = tokio::io::duplex(PIPE_BYTES);
-        let (gateway_out, output) = tokio::io::duplex(PIPE_BYTES);
-        let (_gw, session) = serve(config, gateway_in, gateway_out);
+        let router = Arc::new(Router {
+            session: id.clone(),
+            waiting: Mutex::default(),
+            outbox: Mutex::default(),
+        });
+        let (end, ended) = oneshot::channel::<()>();
+        // Ended when told to, or when the session is dropped.
+        let ended = async move {
+            let _ = ended.await;
+        };
+        let (gw, session) = serve_direct(config, router.clone(), ended);
         let me = Arc::new(HttpSession {
             id,
             principal,
-            input: tokio::sync::Mutex::new(Some(input)),
-            waiting: Mutex::default(),
-            outbox: Mutex::default(),
+            gw,
+            router,
+            end: Mutex::new(Some(end)),
             last_seen: Mutex::new(Instant::now()),
             task: Mutex::new(None),
         });
         *lock(&me.task) = Some(tokio::spawn(session));
-        tokio::spawn(route(Arc::downgrade(&me), output, max_line_bytes));
         me
     }
 
-    /// Writes one message to the session; false once it has ended.
-    pub(crate) async fn send(&self, message: &Value) -> bool {
+    /// Gives the session one message of the host's; false once it has
+    /// ended.
+    pub(crate) async fn receive(&self, message: Message) -> bool {
         *lock(&self.last_seen) = Instant::now();
-        let mut line = match serde_json::to_vec(message) {
-            Ok(l) => l,
-            Err(_) => return false,
-        };
-        line.push(b'\n');
-        let mut input = self.input.lock().await;
-        match input.as_mut() {
-            Some(pipe) => pipe.write_all(&line).await.is_ok(),
-            None => false,
+        if lock(&self.end).is_none() {
+            return false;
         }
+        host::on_message(&self.gw, message).await;
+        true
     }
 
-    /// Waits for the answer to the request of this id (its JSON text).
-    pub(crate) fn expect(&self, id: String) -> oneshot::Receiver<Value> {
+    /// Waits for the answer to the request of this id.
+    pub(crate) fn expect(&self, id: Id) -> oneshot::Receiver<Response> {
         let (tx, rx) = oneshot::channel();
-        lock(&self.waiting).insert(id, tx);
+        lock(&self.router.waiting).insert(id, tx);
         rx
     }
 
     /// Stops waiting for an answer (the POST went away).
-    pub(crate) fn forget(&self, id: &str) {
-        lock(&self.waiting).remove(id);
+    pub(crate) fn forget(&self, id: &Id) {
+        lock(&self.router.waiting).remove(id);
     }
 
     /// Opens a POST's event stream for what the session sends the host
     /// while it serves the request; closed with [`HttpSession::close_stream`].
     pub(crate) fn open_stream(&self) -> (u64, mpsc::Receiver<Value>) {
-        lock(&self.outbox).open_post()
+        lock(&self.router.outbox).open_post()
     }
 
     /// Opens the session's `GET` stream; `None` while one is open.
     pub(crate) fn open_listener(&self) -> Option<(u64, mpsc::Receiver<Value>)> {
         *lock(&self.last_seen) = Instant::now();
-        lock(&self.outbox).open_listener()
+        lock(&self.router.outbox).open_listener()
     }
 
     pub(crate) fn close_stream(&self, n: u64) {
-        lock(&self.outbox).close(n);
+        lock(&self.router.outbox).close(n);
     }
 
     /// Ends the session: its input closes, so every server is stopped and
     /// every request still in flight answered; its `GET` stream ends.
-    pub(crate) async fn end(&self) {
-        self.input.lock().await.take();
-        lock(&self.outbox).close_listener();
+    pub(crate) fn end(&self) {
+        if let Some(end) = lock(&self.end).take() {
+            let _ = end.send(());
+        }
+        lock(&self.router.outbox).close_listener();
     }
 
     /// Waits until the session has stopped every server.
@@ -130,54 +133,51 @@ impl HttpSession {
 
     /// Whether a POST is still waiting for an answer.
     pub(crate) fn busy(&self) -> bool {
-        !lock(&self.waiting).is_empty()
+        !lock(&self.router.waiting).is_empty()
     }
 }
 
-/// Routes each line the session writes until it ends.
-async fn route(session: std::sync::Weak<HttpSession>, output: DuplexStream, max_line_bytes: usize) {
-    let mut lines = LineReader::new(BufReader::new(output), max_line_bytes);
-    loop {
-        let line = match lines.next_line().await {
-            Ok(Some(line)) => line,
-            Ok(None) | Err(FrameError::Io(_)) => {
-                // The session is over: so is its GET stream.
-                if let Some(session) = session.upgrade() {
-                    lock(&session.outbox).close_listener();
+/// Where what a session sends the host goes, as it is sent.
+struct Router {
+    /// The session's id, for the logs.
+    session: String,
+    /// POSTs waiting for their answer, by the request's id.
+    waiting: Mutex<HashMap<Id, oneshot::Sender<Response>>>,
+    /// The open event streams.
+    outbox: Mutex<Outbox>,
+}
+
+impl Deliver for Router {
+    fn deliver(&self, message: Message) -> Result<(), RpcError> {
+        let message = match message {
+            Message::Response(answer) => {
+                let waiting = lock(&self.waiting).remove(&answer.id);
+                if let Some(tx) = waiting {
+                    let _ = tx.send(answer);
                 }
-                return;
+                return Ok(());
             }
-            Err(FrameError::TooLong { .. }) => continue,
+            other => other.to_value(),
         };
-        let Ok(message) = serde_json::from_slice::<Value>(line) else {
-            continue;
-        };
-        let Some(session) = session.upgrade() else {
-            return;
-        };
-        let is_answer = message.get("method").is_none()
-            && (message.get("result").is_some() || message.get("error").is_some());
-        if is_answer {
-            let key = message.get("id").map(Value::to_string).unwrap_or_default();
-            let waiting = lock(&session.waiting).remove(&key);
-            if let Some(tx) = waiting {
-                let _ = tx.send(message);
-            }
-            continue;
+        if lock(&self.outbox).deliver(&message, &self.session) {
+            return Ok(());
         }
-        let sent = lock(&session.outbox).deliver(&message, &session.id);
-        if !sent {
-            let method = message.get("method").and_then(Value::as_str).unwrap_or("");
-            tracing::debug!(target: "mcppol::gateway", session = %session.id, method, "no open stream for a message to the host: dropped");
-            // A question nobody can be asked fails at once (an ask is then
-            // denied with `ask_failed`), rather than waiting for ever.
-            if let Some(id) = message.get("id") {
-                let refusal = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {
-                    "code": crate::mcp::codes::INTERNAL_ERROR,
-                    "message": "mcppol: the HTTP host has no open stream to be asked on"}});
-                session.send(&refusal).await;
-            }
+        let method = message.get("method").and_then(Value::as_str).unwrap_or("");
+        tracing::debug!(target: "mcppol::gateway", session = %self.session, method, "no open stream for a message to the host: dropped");
+        // A question nobody can be asked fails at once (an ask is then
+        // denied with `ask_failed`), rather than waiting for ever.
+        if message.get("id").is_some() {
+            return Err(RpcError::new(
+                codes::INTERNAL_ERROR,
+                "mcppol: the HTTP host has no open stream to be asked on",
+            ));
         }
+        Ok(())
+    }
+
+    /// The session is over: so is its `GET` stream.
+    fn close(&self) {
+        lock(&self.outbox).close_listener();
     }
 }
 
@@ -200,7 +200,7 @@ pub(crate) fn events(
     session: Arc<HttpSession>,
     n: u64,
     questions: mpsc::Receiver<Value>,
-    answer: oneshot::Receiver<Value>,
+    answer: oneshot::Receiver<Response>,
 ) -> impl futures_util::Stream<Item = Result<axum::response::sse::Event, std::convert::Infallible>>
 {
     let guard = StreamGuard { session, n };
@@ -213,7 +213,7 @@ pub(crate) fn events(
                 }),
             a = &mut answer => match a {
                 // The answer ends the stream (the guard goes with it).
-                Ok(a) => Some((Ok(super::http::event(&a)), None)),
+                Ok(a) => Some((Ok(super::http::answer_event(a)), None)),
                 Err(_) => None,
             },
         }

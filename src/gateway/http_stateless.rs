@@ -12,10 +12,14 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
-use super::http::{json_response, lock, new_session_id, plain, session_config, App};
+use super::http::{
+    answer_text, json_response, json_text_response, lock, new_session_id, plain, session_config,
+    App,
+};
 use super::http_session::HttpSession;
 use super::stateless;
 use super::taint::Taint;
+use crate::mcp::jsonrpc::{codes, Id, Message};
 use crate::mcp::RpcError;
 
 /// The gateway session of a stateless caller's principal, opened on its
@@ -40,8 +44,7 @@ fn principal_session(
         .or_insert_with(|| Arc::new(Taint::expiring(ttl, name.as_deref(), shared)))
         .clone();
     config.taint = Some(taint);
-    let max_line = config.max_line_bytes;
-    let session = HttpSession::start(id.clone(), config, max_line);
+    let session = HttpSession::start(id.clone(), config);
     tracing::info!(target: "mcppol::gateway", session = %id, principal = session.principal.as_deref().unwrap_or(""), "a stateless caller's session opened");
     stateless.insert(name, session.clone());
     Ok(session)
@@ -83,22 +86,35 @@ pub(super) async fn post(
     let n = app
         .next_id
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let inner = Value::from(format!("mcppol-{n}"));
-    let key = inner.to_string();
-    message["id"] = inner;
-    let answer = session.expect(key.clone());
-    if !session.send(&message).await {
-        session.forget(&key);
+    let inner = Id::String(format!("mcppol-{n}"));
+    message["id"] = Value::from(format!("mcppol-{n}"));
+    let request = match Message::from_value(message) {
+        Ok(Message::Request(r)) => r,
+        Ok(_) => return StatusCode::ACCEPTED.into_response(),
+        Err(e) => return refuse(RpcError::new(codes::INVALID_REQUEST, e.to_string())),
+    };
+    let answer = session.expect(inner.clone());
+    if !session.receive(Message::Request(request)).await {
+        session.forget(&inner);
         return plain(
             StatusCode::SERVICE_UNAVAILABLE,
             "the caller's gateway session ended meanwhile: send the request again",
         );
     }
     match answer.await {
-        Ok(mut a) => {
-            a["id"] = id;
-            json_response(StatusCode::OK, &a, None)
-        }
+        // The host's own id again, as it wrote it.
+        Ok(mut a) => match serde_json::from_value::<Id>(id.clone()) {
+            Ok(host_id) => {
+                a.id = host_id;
+                json_text_response(StatusCode::OK, answer_text(a), None)
+            }
+            // Not an id MCP allows (a fraction, say): put back as it came.
+            Err(_) => {
+                let mut a = Message::Response(a).to_value();
+                a["id"] = id;
+                json_response(StatusCode::OK, &a, None)
+            }
+        },
         Err(_) => plain(
             StatusCode::SERVICE_UNAVAILABLE,
             "the caller's gateway session ended before answering: send the request again",

@@ -335,12 +335,65 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let host = Arc::new(Peer::start("host", host_out, config.max_pending, None));
+    let host = Peer::start("host", host_out, config.max_pending, None);
+    let gw = shared(config, host);
+    let session = {
+        let gw = gw.clone();
+        async move {
+            host::read(gw.clone(), host_in).await;
+            host_gone(&gw).await;
+        }
+    };
+    (gw, session)
+}
+
+/// One host session whose messages come and go as values: what the host
+/// sends is given to [`host::on_message`] (an HTTP POST's body, parsed
+/// once), what the gateway sends it is handed to `to_host` as it is sent
+/// (no pipe, no writer task, no second parse). The session ends once
+/// `ended` is done, as [`serve`]'s does when the host's input closes.
+#[cfg(feature = "http")]
+pub(crate) fn serve_direct(
+    config: Config,
+    to_host: Arc<dyn crate::mcp::peer::Deliver>,
+    ended: impl std::future::Future<Output = ()> + Send + 'static,
+) -> (Arc<Shared>, impl std::future::Future<Output = ()>) {
+    let host = Peer::direct("host", to_host, config.max_pending);
+    let gw = shared(config, host);
+    let session = {
+        let gw = gw.clone();
+        async move {
+            ended.await;
+            host_gone(&gw).await;
+        }
+    };
+    (gw, session)
+}
+
+/// The host's input is over: every server is stopped, every request still
+/// in flight answered, and what is queued for the host written.
+async fn host_gone(gw: &Arc<Shared>) {
+    tracing::info!(target: "mcppol::gateway", "the host closed the input: stopping every server");
+    gw.host
+        .close(McpError::Transport("the host closed its input".into()));
+    stop_servers(gw, Stop::Grace).await;
+    for _ in 0..200 {
+        if Shared::lock(&gw.inflight).is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    host::give_up(gw).await;
+    gw.host.finish(Duration::from_secs(2)).await;
+}
+
+/// The state a session's tasks share, around its host side.
+fn shared(config: Config, host: Peer) -> Arc<Shared> {
     let shared_grants = config.shared.as_ref().map(|s| s.grants.clone());
-    let gw = Arc::new(Shared {
+    Arc::new(Shared {
         store: config.store,
         policy_name: config.policy_name,
-        host: host.clone(),
+        host: Arc::new(host),
         host_caps: OnceLock::new(),
         upstreams: config
             .servers
@@ -385,26 +438,7 @@ where
         stop: watch::channel(Stop::Run).0,
         started: watch::channel(false).0,
         supervisors: Mutex::default(),
-    });
-    let session = {
-        let gw = gw.clone();
-        async move {
-            host::read(gw.clone(), host_in).await;
-            tracing::info!(target: "mcppol::gateway", "the host closed the input: stopping every server");
-            gw.host
-                .close(McpError::Transport("the host closed its input".into()));
-            stop_servers(&gw, Stop::Grace).await;
-            for _ in 0..200 {
-                if Shared::lock(&gw.inflight).is_empty() {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-            host::give_up(&gw).await;
-            gw.host.finish(Duration::from_secs(2)).await;
-        }
-    };
-    (gw, session)
+    })
 }
 
 /// Starts every server (once, at the host's `initialize`) and waits until

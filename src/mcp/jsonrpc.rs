@@ -188,7 +188,7 @@ impl Message {
     }
 
     /// The message as a JSON value (what [`Message::to_line`] writes).
-    #[cfg(test)]
+    #[cfg(any(test, feature = "http"))]
     pub fn to_value(&self) -> Value {
         let mut obj = serde_json::Map::new();
         obj.insert("jsonrpc".into(), Value::from("2.0"));
@@ -275,7 +275,7 @@ impl Message {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "http"))]
 fn id_value(id: &Id) -> Value {
     match id {
         Id::Number(n) => Value::from(*n),

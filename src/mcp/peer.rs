@@ -113,11 +113,31 @@ impl<'a> Wait<'a> {
     }
 }
 
+/// Takes a peer's messages as they are sent, in order, without waiting
+/// and without a writer task: an HTTP session's router, which hands an
+/// answer to the POST waiting for it and anything else to an event
+/// stream's bounded queue. Nothing is serialized or parsed on the way.
+pub(crate) trait Deliver: Send + Sync {
+    /// Takes one message. A request that nobody can be asked is refused
+    /// with the error it fails with (so it never waits for ever).
+    fn deliver(&self, message: Message) -> Result<(), RpcError>;
+    /// Nothing more will be sent.
+    fn close(&self);
+}
+
+/// Where a peer's messages go.
+enum Output {
+    /// The writer task's queue (a pipe, a socket): serialized lines.
+    Queue(mpsc::Sender<Out>),
+    /// Handed over as they are sent ([`Deliver`]); the flag: closed.
+    Direct(Arc<dyn Deliver>, std::sync::atomic::AtomicBool),
+}
+
 /// One side of the conversation.
 pub(crate) struct Peer {
     /// `host` or `server`, for logs and messages.
     pub(crate) side: &'static str,
-    out: mpsc::Sender<Out>,
+    out: Output,
     shared: Shared,
     next_id: AtomicI64,
     max_pending: usize,
@@ -149,11 +169,62 @@ impl Peer {
         let task = tokio::spawn(write_loop(side, writer, rx, shared.clone(), stall));
         Peer {
             side,
-            out,
+            out: Output::Queue(out),
             shared,
             next_id: AtomicI64::new(1),
             max_pending,
             writer: Mutex::new(Some(task)),
+        }
+    }
+
+    /// A peer whose messages are handed to `to` as they are sent (no
+    /// writer task, no bytes), with at most `max_pending` requests waiting
+    /// for answers. The gateway's HTTP sessions use it (feature `http`).
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn direct(side: &'static str, to: Arc<dyn Deliver>, max_pending: usize) -> Peer {
+        Peer {
+            side,
+            out: Output::Direct(to, std::sync::atomic::AtomicBool::new(false)),
+            shared: Shared {
+                state: Arc::new(Mutex::new(State::default())),
+                gone: Arc::new(Notify::new()),
+                bytes: Arc::new(Semaphore::new(QUEUE_BYTES)),
+            },
+            next_id: AtomicI64::new(1),
+            max_pending,
+            writer: Mutex::new(None),
+        }
+    }
+
+    /// Hands a message to a direct peer's receiver; `false` once it is
+    /// closed. A request it refuses is failed with its error.
+    fn hand_over(
+        &self,
+        to: &dyn Deliver,
+        closed: &std::sync::atomic::AtomicBool,
+        message: Message,
+    ) -> bool {
+        if closed.load(Ordering::Acquire) {
+            return false;
+        }
+        let id = match &message {
+            Message::Request(Request {
+                id: Id::Number(n), ..
+            }) => Some(*n),
+            _ => None,
+        };
+        if let Err(e) = to.deliver(message) {
+            if let Some(id) = id {
+                self.fail(id, McpError::Rpc(e));
+            }
+        }
+        true
+    }
+
+    /// Closes a direct peer (once).
+    fn close_direct(to: &dyn Deliver, closed: &std::sync::atomic::AtomicBool) {
+        if !closed.swap(true, Ordering::AcqRel) {
+            to.close();
         }
     }
 
@@ -177,14 +248,38 @@ impl Peer {
     /// queue has room for it (by count and by bytes); `false` when the
     /// writer has stopped.
     pub(crate) async fn send_line(&self, line: Vec<u8>) -> bool {
+        let out = match &self.out {
+            Output::Queue(out) => out,
+            Output::Direct(..) => return self.line_to_direct(&line),
+        };
         let Some(room) = self.room(line.len()).await else {
             return false;
         };
-        self.out.send(Out::Line(line, room)).await.is_ok()
+        out.send(Out::Line(line, room)).await.is_ok()
+    }
+
+    /// A line for a direct peer: handed over as the message it holds (a
+    /// line that holds none is dropped: a direct receiver takes messages).
+    fn line_to_direct(&self, line: &[u8]) -> bool {
+        let Output::Direct(to, closed) = &self.out else {
+            return false;
+        };
+        let line = line.strip_suffix(b"\n").unwrap_or(line);
+        match Message::parse(line) {
+            Ok(message) => self.hand_over(to.as_ref(), closed, message),
+            Err(_) => {
+                tracing::debug!(target: "mcppol::mcp", side = self.side, "a line that is no message: not handed over");
+                !closed.load(Ordering::Acquire)
+            }
+        }
     }
 
     /// Queues a line if there is room now, without waiting.
     pub(crate) fn try_line(&self, line: Vec<u8>) -> bool {
+        let out = match &self.out {
+            Output::Queue(out) => out,
+            Output::Direct(..) => return self.line_to_direct(&line),
+        };
         let Ok(room) = self
             .shared
             .bytes
@@ -193,23 +288,25 @@ impl Peer {
         else {
             return false;
         };
-        self.out.try_send(Out::Line(line, room)).is_ok()
+        out.try_send(Out::Line(line, room)).is_ok()
     }
 
-    /// Sends a message.
-    pub(crate) async fn send(&self, message: &Message) -> bool {
-        self.send_line(message.to_line()).await
+    /// Sends a message (handed over as it is to a direct peer).
+    async fn send(&self, message: Message) -> bool {
+        match &self.out {
+            Output::Queue(_) => self.send_line(message.to_line()).await,
+            Output::Direct(to, closed) => self.hand_over(to.as_ref(), closed, message),
+        }
     }
 
     /// Answers a request of this side.
     pub(crate) async fn respond(&self, id: Id, outcome: Result<Value, RpcError>) {
-        self.send(&Message::Response(Response { id, outcome }))
-            .await;
+        self.send(Message::Response(Response { id, outcome })).await;
     }
 
     /// Sends a notification; `false` when the writer has stopped.
     pub(crate) async fn notify(&self, method: &str, params: Option<Value>) -> bool {
-        self.send(&Message::Notification(Notification {
+        self.send(Message::Notification(Notification {
             method: method.to_string(),
             params,
         }))
@@ -220,12 +317,14 @@ impl Peer {
     /// (a courtesy such as a cancellation, never worth a hang); `false`
     /// when it was not queued.
     pub(crate) fn notify_now(&self, method: &str, params: Option<Value>) -> bool {
-        let line = Message::Notification(Notification {
+        let message = Message::Notification(Notification {
             method: method.to_string(),
             params,
-        })
-        .to_line();
-        self.try_line(line)
+        });
+        match &self.out {
+            Output::Queue(_) => self.try_line(message.to_line()),
+            Output::Direct(to, closed) => self.hand_over(to.as_ref(), closed, message),
+        }
     }
 
     /// Tells the side a request of ours is cancelled, if the queue has
@@ -243,8 +342,13 @@ impl Peer {
     /// the stream closes at once. Never waits.
     #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     pub(crate) fn close_now(&self) {
-        if let Err(mpsc::error::TrySendError::Full(_)) = self.out.try_send(Out::Close) {
-            self.stop_writer();
+        match &self.out {
+            Output::Queue(out) => {
+                if let Err(mpsc::error::TrySendError::Full(_)) = out.try_send(Out::Close) {
+                    self.stop_writer();
+                }
+            }
+            Output::Direct(to, closed) => Peer::close_direct(to.as_ref(), closed),
         }
     }
 
@@ -252,13 +356,17 @@ impl Peer {
     /// in all (then stops the writer).
     #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     pub(crate) async fn finish(&self, grace: Duration) {
+        let out = match &self.out {
+            Output::Queue(out) => out,
+            Output::Direct(to, closed) => return Peer::close_direct(to.as_ref(), closed),
+        };
         let mut task = self
             .writer
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take();
         let finished = tokio::time::timeout(grace, async {
-            let _ = self.out.send(Out::Close).await;
+            let _ = out.send(Out::Close).await;
             if let Some(task) = &mut task {
                 let _ = task.await;
             }
@@ -273,6 +381,9 @@ impl Peer {
 
     /// Stops the writer task at once (dropping the stream, which closes it).
     pub(crate) fn stop_writer(&self) {
+        if let Output::Direct(to, closed) = &self.out {
+            Peer::close_direct(to.as_ref(), closed);
+        }
         let task = self
             .writer
             .lock()
@@ -303,34 +414,50 @@ impl Peer {
         // request is recorded and queued with no await between, so none
         // is recorded and never sent.
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let line = Message::Request(Request {
+        let message = Message::Request(Request {
             id: Id::Number(id),
             method: method.to_string(),
             params,
-        })
-        .to_line();
+        });
+        let out = match &self.out {
+            Output::Queue(out) => out,
+            Output::Direct(to, closed) => {
+                if closed.load(Ordering::Acquire) {
+                    return Err(self.gone());
+                }
+                let rx = self.wait_for(id)?;
+                self.hand_over(to.as_ref(), closed, message);
+                return Ok((id, rx));
+            }
+        };
+        let line = message.to_line();
         let Some(room) = self.room(line.len()).await else {
             return Err(self.gone());
         };
-        let Ok(place) = self.out.reserve().await else {
+        let Ok(place) = out.reserve().await else {
             return Err(self.gone());
         };
-        let (tx, rx) = oneshot::channel();
-        {
-            let mut state = self.shared.lock();
-            if let Some(why) = &state.closed {
-                return Err(why.clone());
-            }
-            if state.pending.len() >= self.max_pending {
-                return Err(McpError::Transport(format!(
-                    "{} requests are already waiting for the {}, the most allowed",
-                    self.max_pending, self.side
-                )));
-            }
-            state.pending.insert(id, tx);
-        }
+        let rx = self.wait_for(id)?;
         place.send(Out::Line(line, room));
         Ok((id, rx))
+    }
+
+    /// Records a request of this id as waiting for its answer, within
+    /// `max_pending`, unless the side has closed.
+    fn wait_for(&self, id: i64) -> Result<oneshot::Receiver<Result<Value, McpError>>, McpError> {
+        let (tx, rx) = oneshot::channel();
+        let mut state = self.shared.lock();
+        if let Some(why) = &state.closed {
+            return Err(why.clone());
+        }
+        if state.pending.len() >= self.max_pending {
+            return Err(McpError::Transport(format!(
+                "{} requests are already waiting for the {}, the most allowed",
+                self.max_pending, self.side
+            )));
+        }
+        state.pending.insert(id, tx);
+        Ok(rx)
     }
 
     /// Sends a request and waits for its answer as `wait` says (with no

@@ -257,3 +257,80 @@ async fn a_request_dropped_before_its_answer_tells_the_side_only_when_asked() {
         "notifications/message"
     );
 }
+
+/// A direct peer's receiver: what it was handed, and whether it refuses
+/// requests (as an HTTP session with no stream open does).
+#[derive(Default)]
+struct Taken {
+    messages: Mutex<Vec<Message>>,
+    refuse: std::sync::atomic::AtomicBool,
+    closed: std::sync::atomic::AtomicBool,
+}
+
+impl Deliver for Taken {
+    fn deliver(&self, message: Message) -> Result<(), RpcError> {
+        let refused = self.refuse.load(Ordering::Relaxed) && matches!(message, Message::Request(_));
+        self.messages.lock().unwrap().push(message);
+        if refused {
+            return Err(RpcError::new(-32603, "nobody to ask"));
+        }
+        Ok(())
+    }
+
+    fn close(&self) {
+        self.closed.store(true, Ordering::Relaxed);
+    }
+}
+
+#[tokio::test]
+async fn a_direct_peer_hands_over_each_message_in_order_and_fails_a_refused_request() {
+    let taken = Arc::new(Taken::default());
+    let peer = Arc::new(Peer::direct("host", taken.clone(), 4));
+    peer.notify("notifications/progress", Some(json!({"progress": 1})))
+        .await;
+    peer.respond(Id::Number(7), Ok(json!({"ok": true}))).await;
+    let asking = tokio::spawn({
+        let peer = peer.clone();
+        async move {
+            peer.request("elicitation/create", None, Wait::default())
+                .await
+        }
+    });
+    while taken.messages.lock().unwrap().len() < 3 {
+        tokio::task::yield_now().await;
+    }
+    let lines: Vec<Vec<u8>> = taken
+        .messages
+        .lock()
+        .unwrap()
+        .iter()
+        .map(Message::to_line)
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":1}}\n".to_vec(),
+            b"{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"ok\":true}}\n".to_vec(),
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"elicitation/create\"}\n".to_vec(),
+        ]
+    );
+    // Its answer comes back through `resolve`, as a read one does.
+    assert!(peer.resolve(&Id::Number(1), Ok(json!({"action": "accept"}))));
+    assert_eq!(asking.await.unwrap(), Ok(json!({"action": "accept"})));
+    // A request the receiver refuses fails at once with its error.
+    taken.refuse.store(true, Ordering::Relaxed);
+    assert_eq!(
+        peer.request("roots/list", None, Wait::default()).await,
+        Err(McpError::Rpc(RpcError::new(-32603, "nobody to ask")))
+    );
+    assert_eq!(peer.pending(), 0);
+    // Closed: nothing more is handed over, and the receiver is told once.
+    peer.finish(Duration::from_secs(1)).await;
+    assert!(taken.closed.load(Ordering::Relaxed));
+    assert!(!peer.notify("notifications/message", None).await);
+    assert!(matches!(
+        peer.request("ping", None, Wait::default()).await,
+        Err(McpError::Transport(_))
+    ));
+    assert_eq!(taken.messages.lock().unwrap().len(), 4);
+}
