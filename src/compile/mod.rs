@@ -43,6 +43,8 @@ pub fn load(source: Arc<SourceFile>, options: &LoadOptions) -> Result<PolicySet,
 
 /// When a file's condition regexes are compiled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+// Only the hooks (feature `cli`) defer them.
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
 pub(crate) enum Regexes {
     /// All of them while loading, within their limits and the file's
     /// budget: an error if one does not fit.
