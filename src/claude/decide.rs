@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::names::ToolName;
-use super::{decided, load_policy, place, uses_taint, HookConfig};
+use super::{decided, place, uses_taint, HookConfig};
 use crate::enforce::{render, Outcome};
 use crate::protected::Protected;
 use crate::{Decision, Links, Request, Verdict};
@@ -142,7 +142,7 @@ pub fn decide_call(config: &HookConfig, call: &Call<'_>) -> Result<Answer, Strin
             }
         }
     }
-    let policy = load_policy(config)?;
+    let policy = super::checked::load_policy(config)?;
 
     let (taint, unknown) = if uses_taint(&policy) {
         match config.store().and_then(|s| s.read(call.session)) {

@@ -22,6 +22,7 @@
 //! Claude-style command hooks run inside the pipeline are
 //! `crate::pipeline::command_hooks`.
 
+pub mod checked;
 pub mod decide;
 pub mod event;
 pub mod names;
@@ -389,24 +390,33 @@ pub fn load_policy(config: &HookConfig) -> Result<std::sync::Arc<Policy>, String
     if let Some(policy) = &config.preloaded {
         return Ok(std::sync::Arc::clone(policy));
     }
-    let set = PolicySet::from_file(&config.policy, &LoadOptions::default()).map_err(|e| {
-        let file = config.policy.display();
-        let Some(first) = e.diagnostics.first() else {
-            return format!("the policy file `{file}` does not load");
-        };
-        if first.code == crate::diagnostics::codes::IO_READ {
-            return format!("the policy does not load: {}", first.message);
-        }
-        let (line, column) = first.line_col();
-        let more = match e.diagnostics.len() {
-            1 => String::new(),
-            n => format!(", and {} more", n - 1),
-        };
-        format!(
-            "the policy file `{file}` does not load: {} at {file}:{line}:{column}{more} (run `mcppol check {file}`)",
-            first.message
-        )
-    })?;
+    let set = PolicySet::from_file(&config.policy, &LoadOptions::default())
+        .map_err(|e| load_error(config, &e))?;
+    pick(config, &set)
+}
+
+/// Why the hook's policy file does not load, in one line.
+fn load_error(config: &HookConfig, e: &crate::LoadError) -> String {
+    let file = config.policy.display();
+    let Some(first) = e.diagnostics.first() else {
+        return format!("the policy file `{file}` does not load");
+    };
+    if first.code == crate::diagnostics::codes::IO_READ {
+        return format!("the policy does not load: {}", first.message);
+    }
+    let (line, column) = first.line_col();
+    let more = match e.diagnostics.len() {
+        1 => String::new(),
+        n => format!(", and {} more", n - 1),
+    };
+    format!(
+        "the policy file `{file}` does not load: {} at {file}:{line}:{column}{more} (run `mcppol check {file}`)",
+        first.message
+    )
+}
+
+/// The policy of `set` the hook is run with (`--name`).
+fn pick(config: &HookConfig, set: &PolicySet) -> Result<std::sync::Arc<Policy>, String> {
     let policy = set
         .pick(config.name.as_deref())
         .map_err(|e| format!("{e} (policy file `{}`)", config.policy.display()))?;

@@ -232,7 +232,7 @@ impl<'f> Compiler<'_, 'f> {
                 selector, regex, ..
             } => {
                 let operand = self.value_operand(selector, TestWord::Matches.as_str());
-                let regex = self.regex(&regex.node, regex.span);
+                let regex = self.condition_regex(&regex.node, regex.span);
                 Some(Test::Matches {
                     operand: operand?,
                     regex: regex?,

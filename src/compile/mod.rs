@@ -16,6 +16,7 @@ use smol_str::SmolStr;
 
 use crate::diagnostics::{Diagnostic, LoadError, Severity, SourceFile};
 use crate::model::HostPredicates;
+use crate::policy::compiled_regex::DeferredBudget;
 use crate::policy::{
     BuildMap, CompiledRegex, Cond, FoldedTarget, IndexBuilder, List, Policy, PolicySet, Rule,
     RuleList, SettingSpans, VisPattern, Visibility,
@@ -37,8 +38,33 @@ pub struct LoadOptions {
 
 /// Parses and compiles one file.
 pub fn load(source: Arc<SourceFile>, options: &LoadOptions) -> Result<PolicySet, LoadError> {
+    load_with(source, options, Regexes::Now)
+}
+
+/// When a file's condition regexes are compiled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+// Only the hooks (feature `cli`) defer them.
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
+pub(crate) enum Regexes {
+    /// All of them while loading, within their limits and the file's
+    /// budget: an error if one does not fit.
+    Now,
+    /// Each the first time a request reaches it (still within its limit
+    /// and the file's budget, else its test is unknown and fails closed):
+    /// only for a text already loaded once with [`Regexes::Now`], such as
+    /// a hook's checked policy. Target regexes are compiled now either way.
+    Deferred,
+}
+
+/// Parses and compiles one file, its condition regexes compiled as
+/// `regexes` says.
+pub(crate) fn load_with(
+    source: Arc<SourceFile>,
+    options: &LoadOptions,
+    regexes: Regexes,
+) -> Result<PolicySet, LoadError> {
     let (file, mut diagnostics) = syntax::parse(&source);
-    let (policies, compile_diagnostics) = compile(&file, &source, options);
+    let (policies, compile_diagnostics) = compile_with(&file, &source, options, regexes);
     diagnostics.extend(compile_diagnostics);
     if diagnostics.iter().any(|d| d.severity == Severity::Error) {
         diagnostics.sort_by_key(|d| d.span.start);
@@ -53,12 +79,28 @@ pub fn compile(
     source: &Arc<SourceFile>,
     options: &LoadOptions,
 ) -> (Vec<Arc<Policy>>, Vec<Diagnostic>) {
+    compile_with(file, source, options, Regexes::Now)
+}
+
+fn compile_with(
+    file: &syntax::File,
+    source: &Arc<SourceFile>,
+    options: &LoadOptions,
+    regexes: Regexes,
+) -> (Vec<Arc<Policy>>, Vec<Diagnostic>) {
     let mut compiler = Compiler {
         source,
         options,
         diagnostics: Vec::new(),
         regexes: HashMap::new(),
         regex_bytes: 0,
+        deferred: match regexes {
+            Regexes::Now => None,
+            Regexes::Deferred => Some(Deferred {
+                budget: DeferredBudget::new(REGEX_BUDGET),
+                regexes: HashMap::new(),
+            }),
+        },
         segments: BuildMap::default(),
         name_values: Vec::new(),
     };
@@ -121,6 +163,13 @@ fn rule_past_the_limit(file: &syntax::File) -> Option<Span> {
         .nth(crate::limits::MAX_RULES)
 }
 
+/// A file's deferred condition regexes: each distinct text made once,
+/// all sharing the file's budget.
+struct Deferred {
+    budget: Arc<DeferredBudget>,
+    regexes: HashMap<Box<str>, CompiledRegex>,
+}
+
 pub(crate) struct Compiler<'a, 'f> {
     source: &'a Arc<SourceFile>,
     options: &'a LoadOptions,
@@ -129,6 +178,8 @@ pub(crate) struct Compiler<'a, 'f> {
     regexes: HashMap<Box<str>, CompiledRegex>,
     /// Heap bytes the distinct regexes hold together.
     regex_bytes: usize,
+    /// The condition regexes compiled on first use ([`Regexes::Deferred`]).
+    deferred: Option<Deferred>,
     /// The file's target segments (`github`, `get_*`) by their text in the
     /// syntax tree: each distinct one is folded and made a glob once, and
     /// every target that writes it shares that glob.

@@ -21,6 +21,19 @@ pub const REGEX_SIZE_LIMIT: usize = 1 << 20;
 pub const REGEX_BUDGET: usize = 64 * REGEX_SIZE_LIMIT;
 
 impl<'f> Compiler<'_, 'f> {
+    /// A condition's regex: compiled now, or deferred to its first use
+    /// when the file is loaded with [`super::Regexes::Deferred`].
+    pub(super) fn condition_regex(&mut self, source: &str, span: Span) -> Option<CompiledRegex> {
+        let Some(deferred) = &mut self.deferred else {
+            return self.regex(source, span);
+        };
+        let re = deferred
+            .regexes
+            .entry(source.into())
+            .or_insert_with(|| CompiledRegex::deferred(source, REGEX_SIZE_LIMIT, &deferred.budget));
+        Some(re.clone())
+    }
+
     /// Compiles a regex (or shares the one already compiled from the same
     /// text) or reports why it cannot be used.
     pub(super) fn regex(&mut self, source: &str, span: Span) -> Option<CompiledRegex> {

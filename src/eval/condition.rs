@@ -563,8 +563,10 @@ fn eval_selected<S: Sink>(pred: &Pred, facts: &Facts<'_>, sink: &mut S) -> Tri {
         }
         Test::Matches { operand, regex } => {
             quantify(facts, operand, q, true, OnMissing::NoMatch, sink, |leaf| {
+                // A deferred regex that cannot be compiled is unknown.
                 leaf.as_str()
-                    .map_or(Tri::Failed, |s| regex.is_match(s).into())
+                    .and_then(|s| regex.check_match(s))
+                    .map_or(Tri::Failed, Tri::from)
             })
         }
         Test::Inside { operand, root } => {
