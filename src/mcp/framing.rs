@@ -1,10 +1,14 @@
 //! Newline-delimited framing with a bound on the line length: a longer
 //! line is a protocol error, never an unbounded buffer.
 
+#[cfg(feature = "cli")]
 use std::pin::Pin;
+#[cfg(feature = "cli")]
 use std::task::{ready, Context, Poll};
 
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, ReadBuf};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt};
+#[cfg(feature = "cli")]
+use tokio::io::{AsyncRead, ReadBuf};
 
 /// The default longest line: 16 MiB.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
