@@ -1,7 +1,14 @@
 //! Newline-delimited framing with a bound on the line length: a longer
 //! line is a protocol error, never an unbounded buffer.
 
+#[cfg(feature = "cli")]
+use std::pin::Pin;
+#[cfg(feature = "cli")]
+use std::task::{ready, Context, Poll};
+
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
+#[cfg(feature = "cli")]
+use tokio::io::{AsyncRead, ReadBuf};
 
 /// The default longest line: 16 MiB.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
@@ -108,6 +115,86 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
     }
 }
 
+/// The room a [`GrowingBufReader`] starts with.
+#[cfg(feature = "cli")]
+const FIRST_ROOM: usize = 8 << 10;
+
+/// A buffered reader whose buffer starts small and grows (doubling, up
+/// to `max`) only when a read fills all the room it has: a stream of
+/// small messages keeps 8 KiB, one that brings large ones is read
+/// `max` bytes at a time. Tokio's `BufReader` writes zeros over its whole
+/// buffer when it is made: 64 KiB resident for each side of a proxy
+/// whose messages are a few hundred bytes.
+#[cfg(feature = "cli")]
+#[derive(Debug)]
+pub(crate) struct GrowingBufReader<R> {
+    inner: R,
+    /// The room to read into (its length: the bytes zeroed once, when it
+    /// grew).
+    buf: Vec<u8>,
+    /// What was read and not consumed: `buf[pos..filled]`.
+    pos: usize,
+    filled: usize,
+    max: usize,
+}
+
+#[cfg(feature = "cli")]
+impl<R: AsyncRead + Unpin> GrowingBufReader<R> {
+    /// Reads `inner` through a buffer of at most `max` bytes.
+    pub(crate) fn new(inner: R, max: usize) -> Self {
+        GrowingBufReader {
+            inner,
+            buf: Vec::new(),
+            pos: 0,
+            filled: 0,
+            max: max.max(1),
+        }
+    }
+}
+
+#[cfg(feature = "cli")]
+impl<R: AsyncRead + Unpin> AsyncBufRead for GrowingBufReader<R> {
+    fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<&[u8]>> {
+        let this = self.get_mut();
+        if this.pos >= this.filled {
+            // The last read took all the room there was (or there is none
+            // yet): more may be waiting, so the room grows.
+            if this.filled == this.buf.len() && this.buf.len() < this.max {
+                let room = (this.buf.len() * 2).clamp(FIRST_ROOM.min(this.max), this.max);
+                this.buf.resize(room, 0);
+            }
+            let mut read = ReadBuf::new(&mut this.buf);
+            ready!(Pin::new(&mut this.inner).poll_read(cx, &mut read))?;
+            this.filled = read.filled().len();
+            this.pos = 0;
+        }
+        Poll::Ready(Ok(&this.buf[this.pos..this.filled]))
+    }
+
+    fn consume(self: Pin<&mut Self>, amt: usize) {
+        let this = self.get_mut();
+        this.pos = (this.pos + amt).min(this.filled);
+    }
+}
+
+#[cfg(feature = "cli")]
+impl<R: AsyncRead + Unpin> AsyncRead for GrowingBufReader<R> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        out: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let n = {
+            let available = ready!(self.as_mut().poll_fill_buf(cx))?;
+            let n = available.len().min(out.remaining());
+            out.put_slice(&available[..n]);
+            n
+        };
+        self.consume(n);
+        Poll::Ready(Ok(()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,5 +256,38 @@ mod tests {
         assert_eq!(r.next_line().await.unwrap(), Some(&b"ok"[..]));
         assert_eq!(r.next_line().await.unwrap(), Some(&b"fine"[..]));
         assert_eq!(r.next_line().await.unwrap(), None);
+    }
+
+    #[cfg(feature = "cli")]
+    #[tokio::test]
+    async fn a_growing_buffer_reads_every_line_and_grows_only_for_large_ones() {
+        use tokio::io::AsyncWriteExt;
+        let (mut tx, rx) = tokio::io::duplex(1 << 20);
+        let big = "y".repeat(100_000);
+        let input = format!("small\n{big}\nafter\n");
+        tx.write_all(input.as_bytes())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        drop(tx);
+        let mut r = LineReader::new(GrowingBufReader::new(rx, 64 << 10), 1 << 20);
+        assert_eq!(r.next_line().await.unwrap(), Some(&b"small"[..]));
+        // The first read took all the room there was: it grows, to the bound.
+        assert_eq!(r.next_line().await.unwrap(), Some(big.as_bytes()));
+        assert_eq!(r.inner.buf.len(), 64 << 10);
+        assert_eq!(r.next_line().await.unwrap(), Some(&b"after"[..]));
+        assert_eq!(r.next_line().await.unwrap(), None);
+
+        // Small messages, each read alone: the room stays where it began.
+        let (mut tx, rx) = tokio::io::duplex(1 << 16);
+        let mut r = LineReader::new(GrowingBufReader::new(rx, 64 << 10), 1 << 20);
+        for i in 0..100 {
+            let line = format!("{{\"id\":{i}}}\n");
+            tx.write_all(line.as_bytes())
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            let got = r.next_line().await.unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(got, Some(line.trim_end().as_bytes()));
+        }
+        assert_eq!(r.inner.buf.len(), FIRST_ROOM);
     }
 }

@@ -150,9 +150,14 @@ impl Pipeline {
             )),
             other => other,
         };
+        // The hooks' steps are boxed, and skipped without hooks: a call's
+        // future holds only the steps every call takes (64 calls in flight
+        // hold 64 of them).
         let result = match outcome {
-            Ok(r) => self.after_hooks(&call, r, &base).await,
-            Err(e) => self.failure_hooks(&call, e, &base).await?,
+            Ok(r) if self.hooks.after.is_empty() => r,
+            Ok(r) => Box::pin(self.after_hooks(&call, r, &base)).await,
+            Err(e) if self.hooks.failed.is_empty() => return Err(e),
+            Err(e) => Box::pin(self.failure_hooks(&call, e, &base)).await?,
         };
         Ok(if opts.shape {
             shape_result(result, &self.server, self.max_result_bytes)
@@ -230,7 +235,8 @@ impl Pipeline {
     ) -> Result<ToolResult, CallError> {
         let mut hook_ask = None;
         if !self.hooks.before.is_empty() {
-            if let Some(halted) = self.before_hooks(call, base, &mut hook_ask).await? {
+            // Boxed, as every step that not every call takes.
+            if let Some(halted) = Box::pin(self.before_hooks(call, base, &mut hook_ask)).await? {
                 return Ok(halted);
             }
             // A hook's rewrite is held to the same bounds as the caller's.
@@ -332,7 +338,7 @@ impl Pipeline {
         );
         if !charges.is_empty() {
             let stage = crate::budget::stage_of(&decision);
-            decision = charges.apply(&*self.budgets, decision, stage).await;
+            decision = Box::pin(charges.apply(&*self.budgets, decision, stage)).await;
         }
         let approved_digest = match decision.decision {
             Verdict::Deny => return Err(refuse(decision)),
@@ -348,10 +354,9 @@ impl Pipeline {
                 )?;
                 None
             }
-            Verdict::Ask => Some(
-                self.settle_ask(call, entry, decision, &charges, opts, base)
-                    .await?,
-            ),
+            Verdict::Ask => {
+                Some(Box::pin(self.settle_ask(call, entry, decision, &charges, opts, base)).await?)
+            }
         };
         if let Some(digest) = approved_digest {
             check_digest(&digest, &call.arguments)?;

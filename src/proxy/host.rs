@@ -7,11 +7,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use tokio::io::{AsyncRead, BufReader};
+use tokio::io::AsyncRead;
 
 use super::answer::{self, call_answer, read_answer};
 use super::{build_pipeline, Inflight, Shared};
-use crate::mcp::framing::{FrameError, LineReader};
+use crate::mcp::framing::{FrameError, GrowingBufReader, LineReader};
 use crate::mcp::jsonrpc::{codes, Id, Message, Notification, Request, Response};
 use crate::mcp::{CallHandle, McpError, RpcError};
 use crate::pipeline::shape::shape_relayed;
@@ -21,7 +21,7 @@ use crate::{Source, TargetKind};
 /// Reads the host until it closes its input.
 pub(crate) async fn read<R: AsyncRead + Unpin>(shared: Arc<Shared>, input: R) {
     let mut lines = LineReader::new(
-        BufReader::with_capacity(super::READ_BUFFER, input),
+        GrowingBufReader::new(input, super::READ_BUFFER),
         shared.max_line_bytes,
     );
     loop {
@@ -182,6 +182,9 @@ async fn start(shared: &Arc<Shared>, request: Request) {
     // The entry is made before the task can end: it takes the same lock
     // to remove it.
     let mut inflight = Shared::lock(&shared.inflight);
+    // `serve` is boxed: its future holds every step of the pipeline, and
+    // a task's future is moved a few times while it is spawned (a third
+    // of the proxy's copying, by perf); a box moves as one pointer.
     let task = tokio::spawn(async move {
         let id = request.id.clone();
         #[cfg(feature = "otel")]
@@ -205,12 +208,12 @@ async fn start(shared: &Arc<Shared>, request: Request) {
             crate::otel::traced(
                 meta,
                 |out: &Result<Value, RpcError>| out.as_ref().err().map(|e| e.code.to_string()),
-                serve(&task_shared, request, &task_handle),
+                Box::pin(serve(&task_shared, request, &task_handle)),
             )
             .await
         };
         #[cfg(not(feature = "otel"))]
-        let outcome = serve(&task_shared, request, &task_handle).await;
+        let outcome = Box::pin(serve(&task_shared, request, &task_handle)).await;
         // Answered only while the entry is this request's: a cancellation
         // (no answer) or the session's end (answered there) took it
         // otherwise.

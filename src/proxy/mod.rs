@@ -46,8 +46,10 @@ use crate::mcp::{CallHandle, McpError};
 use crate::pipeline::{Baseline, Hook, Pipeline, PolicySource};
 use crate::store::Store;
 
-/// The read buffer on each side: a pipe's whole capacity (64 KiB on
-/// Linux), so a large message is read in a few calls, not one per 8 KiB.
+/// The most the read buffer of each side grows to: a pipe's whole
+/// capacity (64 KiB on Linux), so a large message is read in a few calls,
+/// not one per 8 KiB. It starts at 8 KiB and grows only when a read fills
+/// it (`GrowingBufReader`): small messages keep it small.
 pub(crate) const READ_BUFFER: usize = 64 << 10;
 
 /// The proxy's settings (the command line's flags): the session's, and

@@ -7,12 +7,12 @@
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use tokio::io::{AsyncRead, BufReader};
+use tokio::io::AsyncRead;
 
 use super::host::closed;
 use super::roots;
 use super::Shared;
-use crate::mcp::framing::{FrameError, LineReader};
+use crate::mcp::framing::{FrameError, GrowingBufReader, LineReader};
 use crate::mcp::jsonrpc::{Id, Message, Notification, Request, Response};
 use crate::mcp::peer::Wait;
 use crate::mcp::{CallHandle, RpcError};
@@ -22,7 +22,7 @@ pub(crate) async fn read<R: AsyncRead + Unpin>(shared: Arc<Shared>, output: R) {
     // Given up at the first line over the bound: not read to its end,
     // which may never come.
     let mut lines = LineReader::new(
-        BufReader::with_capacity(super::READ_BUFFER, output),
+        GrowingBufReader::new(output, super::READ_BUFFER),
         shared.max_line_bytes,
     )
     .stop_at_bound();
