@@ -13,8 +13,24 @@ use super::error::CallError;
 use super::hooks::{ctx_for, emit, run_task, HookFn, Listed};
 use super::schema::{self, SchemaState};
 use super::types::CallOptions;
-use super::{Baseline, Catalog, Pipeline, ToolEntry};
+use super::{Approved, ApprovedTool, Baseline, Catalog, Pipeline, StateFuture, ToolEntry};
 use crate::fingerprint::ToolApproval;
+
+/// A first-listing baseline replicas share (`--state redis://`,
+/// `shared_state`): the first listing any replica stored is the baseline
+/// of every one, so a definition changed before a replica first listed it
+/// is changed there too, not approved as its own first listing.
+pub(crate) trait ApprovedListings: Send + Sync + 'static {
+    /// The server's approved fingerprints, by tool name: those already
+    /// stored, else `listing` (name, fingerprint), stored now in one step
+    /// (the first writer wins). `Err` when the store cannot be read or
+    /// holds another version: nothing is approved from this listing.
+    fn first_writer<'a>(
+        &'a self,
+        server: &'a str,
+        listing: &'a [(String, String)],
+    ) -> StateFuture<'a, HashMap<String, String>>;
+}
 
 impl Pipeline {
     /// Whether the server said its tools changed since the last look.
@@ -39,6 +55,12 @@ impl Pipeline {
                 .unwrap_or_else(PoisonError::into_inner)
                 .clone();
             if let Some(c) = cached {
+                if self.approved_listings.is_some() && !self.has_baseline() {
+                    // The shared baseline could not be read at the listing:
+                    // read it again now (calls wait on no new listing).
+                    let _one_at_a_time = self.listing.lock().await;
+                    self.settle_baseline(&c).await;
+                }
                 return Ok(c);
             }
         }
@@ -118,27 +140,82 @@ impl Pipeline {
                 }),
             );
         }
-        if matches!(self.baseline_kind, Baseline::FirstListing) {
-            let mut first = self
-                .first_listing
-                .write()
-                .unwrap_or_else(PoisonError::into_inner);
-            if first.is_none() {
-                let approved: super::Approved = catalog
-                    .tools
-                    .iter()
-                    .filter(|(_, e)| e.fingerprint.is_some())
-                    .map(|(n, e)| (n.clone(), e.clone()))
-                    .collect();
-                *first = Some(Arc::new(approved));
-            }
-        }
+        self.settle_baseline(&catalog).await;
         let catalog = Arc::new(catalog);
         *self.catalog.write().unwrap_or_else(PoisonError::into_inner) = Some(catalog.clone());
         if previous.is_none() {
             self.warn_unmatched_tools_entries(&catalog);
         }
         Ok(catalog)
+    }
+
+    fn has_baseline(&self) -> bool {
+        self.first_listing
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
+    }
+
+    /// With [`Baseline::FirstListing`] and no baseline yet: `catalog`'s
+    /// tools become it, or, with a shared store, what the store holds
+    /// (this listing when it is the first). A store that cannot be read
+    /// leaves no baseline (every tool new, never approved) and is read
+    /// again at the next listing or call. Called holding `listing`.
+    async fn settle_baseline(&self, catalog: &Catalog) {
+        if !matches!(self.baseline_kind, Baseline::FirstListing) || self.has_baseline() {
+            return;
+        }
+        let listed = catalog
+            .tools
+            .iter()
+            .filter_map(|(n, e)| e.fingerprint.as_ref().map(|fp| (n, fp, e)));
+        let approved: Approved = match &self.approved_listings {
+            None => listed
+                .map(|(n, fp, e)| {
+                    let tool = ApprovedTool {
+                        fingerprint: fp.clone(),
+                        listed: Some(e.clone()),
+                    };
+                    (n.clone(), tool)
+                })
+                .collect(),
+            Some(store) => {
+                let mine: Vec<(String, String)> =
+                    listed.map(|(n, fp, _)| (n.clone(), fp.clone())).collect();
+                match store.first_writer(&self.server, &mine).await {
+                    Ok(stored) => stored
+                        .into_iter()
+                        .map(|(name, fingerprint)| {
+                            // The definition is known only where this
+                            // listing is the approved one.
+                            let listed = catalog
+                                .tools
+                                .get(&name)
+                                .filter(|e| e.fingerprint.as_deref() == Some(fingerprint.as_str()))
+                                .cloned();
+                            (
+                                name,
+                                ApprovedTool {
+                                    fingerprint,
+                                    listed,
+                                },
+                            )
+                        })
+                        .collect(),
+                    Err(e) => {
+                        tracing::warn!(target: "mcppol::pipeline", server = %self.server, "no tool is approved until the shared baseline can be read: {e}");
+                        return;
+                    }
+                }
+            }
+        };
+        let mut first = self
+            .first_listing
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        if first.is_none() {
+            *first = Some(Arc::new(approved));
+        }
     }
 
     /// After the first listing: one warning for each `tools {}` entry of
@@ -197,7 +274,7 @@ impl Pipeline {
                     .clone();
                 match first.as_ref().and_then(|m| m.get(name)) {
                     None => ToolApproval::New,
-                    Some(approved) if approved.fingerprint.as_deref() == fp => {
+                    Some(approved) if Some(approved.fingerprint.as_str()) == fp => {
                         ToolApproval::Approved
                     }
                     Some(_) => ToolApproval::Changed,
@@ -253,7 +330,10 @@ impl Pipeline {
                 tools.push((name.clone(), e.def.clone()));
                 continue;
             }
-            let approved = first.as_ref().and_then(|m| m.get(name.as_str()));
+            let approved = first
+                .as_ref()
+                .and_then(|m| m.get(name.as_str()))
+                .and_then(|a| a.listed.as_ref());
             tracing::warn!(
                 target: "mcppol::definition_changed",
                 server = %self.server,
