@@ -394,3 +394,110 @@ impl Pipeline {
         Ok(tools.into_iter().map(|(_, d)| d).collect())
     }
 }
+
+#[cfg(all(test, feature = "test-util"))]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Mutex;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::mcp::{text_result, FakeServer, MemoryTransport};
+    use crate::pipeline::{PolicySource, StateUnavailable};
+
+    /// A shared baseline that cannot be read until `up`, then holds
+    /// `stored` (another replica's first listing).
+    struct Shared {
+        up: AtomicBool,
+        stored: HashMap<String, String>,
+        asked: Mutex<usize>,
+    }
+
+    impl ApprovedListings for Shared {
+        fn first_writer<'a>(
+            &'a self,
+            _server: &'a str,
+            _listing: &'a [(String, String)],
+        ) -> StateFuture<'a, HashMap<String, String>> {
+            *self.asked.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+            let answer = if self.up.load(Ordering::SeqCst) {
+                Ok(self.stored.clone())
+            } else {
+                Err(StateUnavailable("down".into()))
+            };
+            Box::pin(async move { answer })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_shared_baseline_unreadable_approves_nothing_then_holds_changes_to_it() {
+        let echo = json!({"name": "echo", "description": "echoes, changed"});
+        let read = json!({"name": "read_file"});
+        let stored = HashMap::from([
+            ("echo".to_string(), "sha256:the-first-listing".to_string()),
+            (
+                "read_file".to_string(),
+                crate::fingerprint(&read).unwrap_or_else(|e| panic!("{e}")),
+            ),
+        ]);
+        let shared = Arc::new(Shared {
+            up: AtomicBool::new(false),
+            stored,
+            asked: Mutex::new(0),
+        });
+        let server = FakeServer::new()
+            .tool(echo, |_| Ok(text_result("e")))
+            .tool(read, |_| Ok(text_result("r")));
+        let set = crate::PolicySet::from_text("p.mcppol", "policy p {\n  allow \"s/*\"\n}\n")
+            .unwrap_or_else(|e| panic!("{}", e.render(false)));
+        let policy = set.get("p").unwrap_or_else(|| panic!("no policy")).clone();
+        let pipeline = Pipeline::builder(
+            "s",
+            Arc::new(MemoryTransport::new(server)),
+            PolicySource::Fixed(policy),
+        )
+        .approved_listings(shared.clone())
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+        let state = |name: &'static str| {
+            let pipeline = &pipeline;
+            async move {
+                let catalog = pipeline
+                    .cached_catalog()
+                    .await
+                    .unwrap_or_else(|e| panic!("{e}"));
+                let entry = catalog
+                    .tools
+                    .get(name)
+                    .unwrap_or_else(|| panic!("{name}"))
+                    .clone();
+                pipeline.approval_state(name, &entry, None).await
+            }
+        };
+        // Down: no baseline, every tool new, and each look asks again.
+        assert_eq!(state("read_file").await, ToolApproval::New);
+        assert_eq!(state("echo").await, ToolApproval::New);
+        assert!(!pipeline.has_baseline());
+        assert_eq!(
+            *shared.asked.lock().unwrap_or_else(PoisonError::into_inner),
+            2
+        );
+        // Up: the stored listing is the baseline, and it is kept.
+        shared.up.store(true, Ordering::SeqCst);
+        assert_eq!(state("read_file").await, ToolApproval::Approved);
+        assert_eq!(state("echo").await, ToolApproval::Changed);
+        assert_eq!(
+            *shared.asked.lock().unwrap_or_else(PoisonError::into_inner),
+            3
+        );
+        // The changed tool's approved definition is unknown here: it is
+        // left out of the listing.
+        let listed = pipeline
+            .list_tools(&CallOptions::default())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let names: Vec<&str> = listed.iter().filter_map(|t| t["name"].as_str()).collect();
+        assert_eq!(names, ["read_file"]);
+    }
+}
