@@ -349,6 +349,7 @@ pub fn run(mut args: ProxyArgs) -> u8 {
         Ok((budgets, Some(shared))) => Some(proxy::SharedState {
             budgets,
             grants: shared.grants,
+            approved: shared.approved,
         }),
         Err(e) => return usage_error(&e, None),
     };

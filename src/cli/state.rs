@@ -1,5 +1,6 @@
 //! `--state URL`: where a gateway or `mcppol serve` keeps what replicas
-//! share (budget counters; the gateway's grants and taint too). Without
+//! share (budget counters; the gateway's grants and taint, and the approved
+//! fingerprints of the gateway's and the proxy's servers, too). Without
 //! it, this process's memory.
 
 use std::sync::Arc;
@@ -35,6 +36,7 @@ fn redis_state(url: &str) -> Result<(Arc<dyn Budgets>, SharedState), String> {
     let shared = SharedState {
         grants: Arc::new(crate::shared_state::RedisGrants::new(connection.clone())),
         taint: Arc::new(crate::shared_state::RedisTaint::new(connection.clone())),
+        approved: Arc::new(crate::shared_state::RedisApproved::new(connection.clone())),
     };
     Ok((
         Arc::new(crate::budget::RedisBudgets::new(connection)),

@@ -163,6 +163,9 @@ pub(crate) struct Shared {
 /// What each server's pipeline is built with (again at each restart).
 struct PipelineSetup {
     baseline: Baseline,
+    /// The baseline replicas share (`--state`): with the first listing as
+    /// the baseline, the first any replica stored.
+    approved: Option<Arc<dyn crate::pipeline::ApprovedListings>>,
     approver: Option<String>,
     hooks: Vec<Hook>,
     protected: crate::protected::Protected,
@@ -255,6 +258,9 @@ pub(crate) fn build_pipeline(
     // The servers are children on this machine: path tests read links.
     .local_tool(true)
     .protect(setup.protected.clone());
+    if let Some(approved) = &setup.approved {
+        builder = builder.approved_listings(approved.clone());
+    }
     // Asks are settled in the proxy's order: the command, then the host
     // (a stateless one through `input_required`).
     if let Some(command) = &setup.approver {
@@ -431,6 +437,7 @@ fn shared(config: Config, host: Peer) -> Arc<Shared> {
         protocol: OnceLock::new(),
         setup: PipelineSetup {
             baseline: config.baseline,
+            approved: config.shared.as_ref().map(|s| s.approved.clone()),
             approver: config.approver,
             hooks: config.hooks,
             protected: config.protected,

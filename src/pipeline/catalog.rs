@@ -13,8 +13,24 @@ use super::error::CallError;
 use super::hooks::{ctx_for, emit, run_task, HookFn, Listed};
 use super::schema::{self, SchemaState};
 use super::types::CallOptions;
-use super::{Baseline, Catalog, Pipeline, ToolEntry};
+use super::{Approved, ApprovedTool, Baseline, Catalog, Pipeline, StateFuture, ToolEntry};
 use crate::fingerprint::ToolApproval;
+
+/// A first-listing baseline replicas share (`--state redis://`,
+/// `shared_state`): the first listing any replica stored is the baseline
+/// of every one, so a definition changed before a replica first listed it
+/// is changed there too, not approved as its own first listing.
+pub(crate) trait ApprovedListings: Send + Sync + 'static {
+    /// The server's approved fingerprints, by tool name: those already
+    /// stored, else `listing` (name, fingerprint), stored now in one step
+    /// (the first writer wins). `Err` when the store cannot be read or
+    /// holds another version: nothing is approved from this listing.
+    fn first_writer<'a>(
+        &'a self,
+        server: &'a str,
+        listing: &'a [(String, String)],
+    ) -> StateFuture<'a, HashMap<String, String>>;
+}
 
 impl Pipeline {
     /// Whether the server said its tools changed since the last look.
@@ -39,6 +55,12 @@ impl Pipeline {
                 .unwrap_or_else(PoisonError::into_inner)
                 .clone();
             if let Some(c) = cached {
+                if self.approved_listings.is_some() && !self.has_baseline() {
+                    // The shared baseline could not be read at the listing:
+                    // read it again now (calls wait on no new listing).
+                    let _one_at_a_time = self.listing.lock().await;
+                    self.settle_baseline(&c).await;
+                }
                 return Ok(c);
             }
         }
@@ -118,27 +140,82 @@ impl Pipeline {
                 }),
             );
         }
-        if matches!(self.baseline_kind, Baseline::FirstListing) {
-            let mut first = self
-                .first_listing
-                .write()
-                .unwrap_or_else(PoisonError::into_inner);
-            if first.is_none() {
-                let approved: super::Approved = catalog
-                    .tools
-                    .iter()
-                    .filter(|(_, e)| e.fingerprint.is_some())
-                    .map(|(n, e)| (n.clone(), e.clone()))
-                    .collect();
-                *first = Some(Arc::new(approved));
-            }
-        }
+        self.settle_baseline(&catalog).await;
         let catalog = Arc::new(catalog);
         *self.catalog.write().unwrap_or_else(PoisonError::into_inner) = Some(catalog.clone());
         if previous.is_none() {
             self.warn_unmatched_tools_entries(&catalog);
         }
         Ok(catalog)
+    }
+
+    fn has_baseline(&self) -> bool {
+        self.first_listing
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
+    }
+
+    /// With [`Baseline::FirstListing`] and no baseline yet: `catalog`'s
+    /// tools become it, or, with a shared store, what the store holds
+    /// (this listing when it is the first). A store that cannot be read
+    /// leaves no baseline (every tool new, never approved) and is read
+    /// again at the next listing or call. Called holding `listing`.
+    async fn settle_baseline(&self, catalog: &Catalog) {
+        if !matches!(self.baseline_kind, Baseline::FirstListing) || self.has_baseline() {
+            return;
+        }
+        let listed = catalog
+            .tools
+            .iter()
+            .filter_map(|(n, e)| e.fingerprint.as_ref().map(|fp| (n, fp, e)));
+        let approved: Approved = match &self.approved_listings {
+            None => listed
+                .map(|(n, fp, e)| {
+                    let tool = ApprovedTool {
+                        fingerprint: fp.clone(),
+                        listed: Some(e.clone()),
+                    };
+                    (n.clone(), tool)
+                })
+                .collect(),
+            Some(store) => {
+                let mine: Vec<(String, String)> =
+                    listed.map(|(n, fp, _)| (n.clone(), fp.clone())).collect();
+                match store.first_writer(&self.server, &mine).await {
+                    Ok(stored) => stored
+                        .into_iter()
+                        .map(|(name, fingerprint)| {
+                            // The definition is known only where this
+                            // listing is the approved one.
+                            let listed = catalog
+                                .tools
+                                .get(&name)
+                                .filter(|e| e.fingerprint.as_deref() == Some(fingerprint.as_str()))
+                                .cloned();
+                            (
+                                name,
+                                ApprovedTool {
+                                    fingerprint,
+                                    listed,
+                                },
+                            )
+                        })
+                        .collect(),
+                    Err(e) => {
+                        tracing::warn!(target: "mcppol::pipeline", server = %self.server, "no tool is approved until the shared baseline can be read: {e}");
+                        return;
+                    }
+                }
+            }
+        };
+        let mut first = self
+            .first_listing
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        if first.is_none() {
+            *first = Some(Arc::new(approved));
+        }
     }
 
     /// After the first listing: one warning for each `tools {}` entry of
@@ -197,7 +274,7 @@ impl Pipeline {
                     .clone();
                 match first.as_ref().and_then(|m| m.get(name)) {
                     None => ToolApproval::New,
-                    Some(approved) if approved.fingerprint.as_deref() == fp => {
+                    Some(approved) if Some(approved.fingerprint.as_str()) == fp => {
                         ToolApproval::Approved
                     }
                     Some(_) => ToolApproval::Changed,
@@ -253,7 +330,10 @@ impl Pipeline {
                 tools.push((name.clone(), e.def.clone()));
                 continue;
             }
-            let approved = first.as_ref().and_then(|m| m.get(name.as_str()));
+            let approved = first
+                .as_ref()
+                .and_then(|m| m.get(name.as_str()))
+                .and_then(|a| a.listed.as_ref());
             tracing::warn!(
                 target: "mcppol::definition_changed",
                 server = %self.server,
@@ -312,5 +392,112 @@ impl Pipeline {
             }
         }
         Ok(tools.into_iter().map(|(_, d)| d).collect())
+    }
+}
+
+#[cfg(all(test, feature = "test-util"))]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Mutex;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::mcp::{text_result, FakeServer, MemoryTransport};
+    use crate::pipeline::{PolicySource, StateUnavailable};
+
+    /// A shared baseline that cannot be read until `up`, then holds
+    /// `stored` (another replica's first listing).
+    struct Shared {
+        up: AtomicBool,
+        stored: HashMap<String, String>,
+        asked: Mutex<usize>,
+    }
+
+    impl ApprovedListings for Shared {
+        fn first_writer<'a>(
+            &'a self,
+            _server: &'a str,
+            _listing: &'a [(String, String)],
+        ) -> StateFuture<'a, HashMap<String, String>> {
+            *self.asked.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+            let answer = if self.up.load(Ordering::SeqCst) {
+                Ok(self.stored.clone())
+            } else {
+                Err(StateUnavailable("down".into()))
+            };
+            Box::pin(async move { answer })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_shared_baseline_unreadable_approves_nothing_then_holds_changes_to_it() {
+        let echo = json!({"name": "echo", "description": "echoes, changed"});
+        let read = json!({"name": "read_file"});
+        let stored = HashMap::from([
+            ("echo".to_string(), "sha256:the-first-listing".to_string()),
+            (
+                "read_file".to_string(),
+                crate::fingerprint(&read).unwrap_or_else(|e| panic!("{e}")),
+            ),
+        ]);
+        let shared = Arc::new(Shared {
+            up: AtomicBool::new(false),
+            stored,
+            asked: Mutex::new(0),
+        });
+        let server = FakeServer::new()
+            .tool(echo, |_| Ok(text_result("e")))
+            .tool(read, |_| Ok(text_result("r")));
+        let set = crate::PolicySet::from_text("p.mcppol", "policy p {\n  allow \"s/*\"\n}\n")
+            .unwrap_or_else(|e| panic!("{}", e.render(false)));
+        let policy = set.get("p").unwrap_or_else(|| panic!("no policy")).clone();
+        let pipeline = Pipeline::builder(
+            "s",
+            Arc::new(MemoryTransport::new(server)),
+            PolicySource::Fixed(policy),
+        )
+        .approved_listings(shared.clone())
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+        let state = |name: &'static str| {
+            let pipeline = &pipeline;
+            async move {
+                let catalog = pipeline
+                    .cached_catalog()
+                    .await
+                    .unwrap_or_else(|e| panic!("{e}"));
+                let entry = catalog
+                    .tools
+                    .get(name)
+                    .unwrap_or_else(|| panic!("{name}"))
+                    .clone();
+                pipeline.approval_state(name, &entry, None).await
+            }
+        };
+        // Down: no baseline, every tool new, and each look asks again.
+        assert_eq!(state("read_file").await, ToolApproval::New);
+        assert_eq!(state("echo").await, ToolApproval::New);
+        assert!(!pipeline.has_baseline());
+        assert_eq!(
+            *shared.asked.lock().unwrap_or_else(PoisonError::into_inner),
+            2
+        );
+        // Up: the stored listing is the baseline, and it is kept.
+        shared.up.store(true, Ordering::SeqCst);
+        assert_eq!(state("read_file").await, ToolApproval::Approved);
+        assert_eq!(state("echo").await, ToolApproval::Changed);
+        assert_eq!(
+            *shared.asked.lock().unwrap_or_else(PoisonError::into_inner),
+            3
+        );
+        // The changed tool's approved definition is unknown here: it is
+        // left out of the listing.
+        let listed = pipeline
+            .list_tools(&CallOptions::default())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let names: Vec<&str> = listed.iter().filter_map(|t| t["name"].as_str()).collect();
+        assert_eq!(names, ["read_file"]);
     }
 }

@@ -26,6 +26,8 @@ pub(crate) mod types;
 
 mod call;
 mod catalog;
+#[cfg_attr(not(feature = "cli"), allow(unused_imports))]
+pub(crate) use catalog::ApprovedListings;
 mod reads;
 mod record;
 mod send;
@@ -174,8 +176,18 @@ impl ToolEntry {
     }
 }
 
+/// One approved tool of the baseline: its fingerprint and, where this
+/// pipeline read that definition itself, the entry it was listed with (a
+/// baseline shared through `--state` holds only fingerprints, so a tool
+/// that changed before this pipeline first listed it has none).
+#[derive(Debug, Clone)]
+pub(crate) struct ApprovedTool {
+    pub(crate) fingerprint: String,
+    pub(crate) listed: Option<Arc<ToolEntry>>,
+}
+
 /// The approved tools of the first listing, by name.
-pub(crate) type Approved = HashMap<String, Arc<ToolEntry>>;
+pub(crate) type Approved = HashMap<String, ApprovedTool>;
 
 /// The tools of the last listing.
 #[derive(Debug, Default)]
@@ -193,6 +205,7 @@ pub struct PipelineBuilder {
     approver: Option<Arc<dyn Approver>>,
     grants: Option<Arc<dyn Grants>>,
     budgets: Option<Arc<dyn crate::Budgets>>,
+    approved_listings: Option<Arc<dyn catalog::ApprovedListings>>,
     ask_timeout: Duration,
     grant_ttl: Duration,
     hook_timeout: Duration,
@@ -274,6 +287,16 @@ impl PipelineBuilder {
     /// (a gateway's servers) are given the same store.
     pub fn budgets(mut self, budgets: Arc<dyn crate::Budgets>) -> Self {
         self.budgets = Some(budgets);
+        self
+    }
+
+    /// Where the first listing's fingerprints are shared with other
+    /// replicas (`--state`): the first any of them stored is this
+    /// pipeline's baseline too (catalog.rs). Only with
+    /// [`Baseline::FirstListing`].
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) fn approved_listings(mut self, store: Arc<dyn catalog::ApprovedListings>) -> Self {
+        self.approved_listings = Some(store);
         self
     }
 
@@ -361,6 +384,7 @@ impl PipelineBuilder {
             budgets: self
                 .budgets
                 .unwrap_or_else(|| Arc::new(crate::MemoryBudgets::new())),
+            approved_listings: self.approved_listings,
             ask_timeout: self.ask_timeout,
             grant_ttl: self.grant_ttl,
             hook_timeout: self.hook_timeout,
@@ -436,6 +460,9 @@ pub struct Pipeline {
     pub(crate) approver: Option<Arc<dyn Approver>>,
     pub(crate) grants: Arc<dyn Grants>,
     pub(crate) budgets: Arc<dyn crate::Budgets>,
+    /// The baseline replicas share (`--state`); `None`: this pipeline's
+    /// own first listing.
+    pub(crate) approved_listings: Option<Arc<dyn catalog::ApprovedListings>>,
     pub(crate) ask_timeout: Duration,
     pub(crate) grant_ttl: Duration,
     pub(crate) hook_timeout: Duration,
@@ -490,6 +517,7 @@ impl Pipeline {
             approver: None,
             grants: None,
             budgets: None,
+            approved_listings: None,
             ask_timeout: DEFAULT_ASK_TIMEOUT,
             grant_ttl: DEFAULT_GRANT_TTL,
             hook_timeout: DEFAULT_HOOK_TIMEOUT,

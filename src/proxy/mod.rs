@@ -101,6 +101,8 @@ pub(crate) struct SharedState {
     pub(crate) budgets: Arc<dyn crate::Budgets>,
     /// The grants `allow always` records.
     pub(crate) grants: Arc<dyn crate::pipeline::Grants>,
+    /// The server's approved fingerprints, shared with other replicas.
+    pub(crate) approved: Arc<dyn crate::pipeline::ApprovedListings>,
 }
 
 /// Which side ended a session first.
@@ -378,7 +380,10 @@ pub(crate) fn build_pipeline(shared: &Shared) -> Option<Arc<Pipeline>> {
     .local_tool(true)
     .protect(setup.protected);
     if let Some(state) = setup.state {
-        builder = builder.budgets(state.budgets).grants(state.grants);
+        builder = builder
+            .budgets(state.budgets)
+            .grants(state.grants)
+            .approved_listings(state.approved);
     }
     if let Some(command) = setup.approver {
         builder = builder.approver(approve::ProxyApprover::Command {

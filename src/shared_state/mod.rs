@@ -1,5 +1,7 @@
 //! What replicas share besides budget counters (`--state redis://`): the
-//! grants `allow always` records and the taint of sessions and principals.
+//! grants `allow always` records, the taint of sessions and principals,
+//! and each server's approved fingerprints (the first listing any replica
+//! read).
 //!
 //! This module holds what does not need Redis (the taint store's trait,
 //! the keys and the versioned values), so that the gateway builds without
@@ -15,16 +17,17 @@
 #[cfg(feature = "redis-state")]
 mod redis;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::pipeline::{GrantKey, Grants, StateFuture};
+use crate::pipeline::{ApprovedListings, GrantKey, Grants, StateFuture, StateUnavailable};
 
 #[cfg(feature = "redis-state")]
-pub(crate) use redis::{RedisGrants, RedisTaint};
+pub(crate) use redis::{RedisApproved, RedisGrants, RedisTaint};
 
 /// The namespace of every key mcppol keeps in a shared store, with the
 /// layout's version (the budgets' own).
@@ -42,6 +45,8 @@ pub(crate) struct SharedState {
     pub(crate) grants: Arc<dyn Grants>,
     /// Sessions' and principals' taint.
     pub(crate) taint: Arc<dyn TaintSets>,
+    /// Each server's approved fingerprints (its first listing).
+    pub(crate) approved: Arc<dyn ApprovedListings>,
 }
 
 /// Sets of server ids kept for a while under a key: the taint a session or
@@ -96,6 +101,65 @@ pub(crate) fn grant_pattern(principal: Option<Option<&str>>) -> String {
 /// The key of a session's taint (`s`) or a principal's (`p`).
 pub(crate) fn taint_key(tag: &str, name: Option<&str>) -> String {
     format!("{KEY_PREFIX}taint:{}", who(tag, name))
+}
+
+/// The key of a server's approved fingerprints (a hash):
+/// `mcppol:v1:approved:` and the digest of the server id.
+#[cfg_attr(not(feature = "redis-state"), allow(dead_code))]
+pub(crate) fn approved_key(server: &str) -> String {
+    format!("{KEY_PREFIX}approved:{}", digest16(server.as_bytes()))
+}
+
+/// The field of the approved hash that says which version wrote it (its
+/// value is [`VALUE_VERSION`]); a tool's field is `t:` and its name, so
+/// no tool name is this field, and a listing of no tools is stored too.
+#[cfg_attr(not(feature = "redis-state"), allow(dead_code))]
+pub(crate) const APPROVED_MARK: &str = "listed";
+
+/// A listing as the approved hash's fields and values, flat: the mark,
+/// then `t:NAME`, `v1:FINGERPRINT` for each tool.
+#[cfg_attr(not(feature = "redis-state"), allow(dead_code))]
+pub(crate) fn encode_approved(listing: &[(String, String)]) -> Vec<String> {
+    let mut flat = Vec::with_capacity(2 + 2 * listing.len());
+    flat.push(APPROVED_MARK.to_string());
+    flat.push(VALUE_VERSION.to_string());
+    for (name, fingerprint) in listing {
+        flat.push(format!("t:{name}"));
+        flat.push(format!("{VALUE_VERSION}{fingerprint}"));
+    }
+    flat
+}
+
+/// The approved hash read back (fields and values, flat): the tools'
+/// fingerprints by name. A tool whose value is of another version is left
+/// out (not approved); a hash without this version's mark is `Err` (it
+/// was not written by this layout: nothing is approved).
+#[cfg_attr(not(feature = "redis-state"), allow(dead_code))]
+pub(crate) fn decode_approved(
+    key: &str,
+    flat: &[String],
+) -> Result<HashMap<String, String>, StateUnavailable> {
+    let mut marked = false;
+    let mut tools = HashMap::new();
+    for pair in flat.chunks(2) {
+        let [field, value] = pair else {
+            return Err(StateUnavailable(format!("{key} is not a hash")));
+        };
+        if field == APPROVED_MARK {
+            marked = value == VALUE_VERSION;
+        } else if let (Some(name), Some(fingerprint)) =
+            (field.strip_prefix("t:"), value.strip_prefix(VALUE_VERSION))
+        {
+            tools.insert(name.to_string(), fingerprint.to_string());
+        }
+    }
+    if marked {
+        Ok(tools)
+    } else {
+        Err(StateUnavailable(format!(
+            "{key} holds approved fingerprints of another version (delete the key to approve the next listing)"
+        )))
+    }
 }
 
 /// A grant's value: the version, then the grant as JSON (what `list`
@@ -208,5 +272,34 @@ mod tests {
         assert_eq!(decode_server("v1:"), Some(""));
         assert_eq!(decode_server("v2:fs"), None);
         assert_eq!(decode_server("fs"), None);
+    }
+
+    #[test]
+    fn approved_listings_round_trip_and_another_version_is_not_approved() {
+        let key = approved_key("gh");
+        assert_eq!(key.len(), "mcppol:v1:approved:".len() + 32, "{key}");
+        assert!(!key.contains("gh"), "{key}");
+        let listing = vec![
+            ("listed".to_string(), "sha256:aa".to_string()),
+            ("b".to_string(), "sha256:bb".to_string()),
+        ];
+        let flat = encode_approved(&listing);
+        assert_eq!(&flat[..4], ["listed", "v1:", "t:listed", "v1:sha256:aa"]);
+        let read = decode_approved(&key, &flat).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read, listing.into_iter().collect::<HashMap<_, _>>());
+        // No tools is a listing too.
+        let empty = decode_approved(&key, &encode_approved(&[]));
+        assert_eq!(empty.map(|m| m.len()).ok(), Some(0));
+        // A tool of another version is not approved; a hash of another
+        // version (or none) is unreadable.
+        let mut other = flat.clone();
+        other[5] = "v2:sha256:bb".into();
+        let read = decode_approved(&key, &other).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read.keys().collect::<Vec<_>>(), ["listed"]);
+        let mut v2 = flat.clone();
+        v2[1] = "v2:".into();
+        assert!(decode_approved(&key, &v2).is_err());
+        assert!(decode_approved(&key, &flat[2..]).is_err());
+        assert!(decode_approved(&key, &flat[..3]).is_err());
     }
 }

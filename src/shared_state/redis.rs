@@ -8,7 +8,11 @@
 //!   [`MAX_GRANTS`]);
 //! - a taint is one set per session or principal ([`super::taint_key`]):
 //!   `SADD` then `PEXPIRE` in one transaction, so a set only grows and a
-//!   new result keeps it for its whole time again.
+//!   new result keeps it for its whole time again;
+//! - a server's approved fingerprints are one hash
+//!   ([`super::approved_key`]) that a Lua script reads, or writes with this
+//!   listing when it does not exist, in one step: the first replica to list
+//!   the server sets every replica's baseline. It never expires.
 //!
 //! Every command has [`COMMAND_TIMEOUT`] (the manager's own bound) and is
 //! waited on for at most twice that; an error or a timeout is
@@ -17,13 +21,20 @@
 use std::future::Future;
 use std::time::Duration;
 
-use redis::aio::ConnectionManager;
-use redis::FromRedisValue;
+use std::collections::HashMap;
 
-use super::{decode_grant, decode_server, encode_grant, encode_server, TaintSets};
+use redis::aio::ConnectionManager;
+use redis::{FromRedisValue, Script};
+
+use super::{
+    decode_approved, decode_grant, decode_server, encode_approved, encode_grant, encode_server,
+    TaintSets,
+};
 use crate::budget::COMMAND_TIMEOUT;
+use crate::mcp::MAX_LIST_ITEMS;
 use crate::pipeline::{
-    Clock, Grant, GrantKey, Grants, StateFuture, StateUnavailable, SystemClock, MAX_GRANTS,
+    ApprovedListings, Clock, Grant, GrantKey, Grants, StateFuture, StateUnavailable, SystemClock,
+    MAX_GRANTS,
 };
 
 /// How many keys one `SCAN` step asks for.
@@ -243,5 +254,69 @@ impl TaintSets for RedisTaint {
 
     fn read<'a>(&'a self, key: &'a str) -> StateFuture<'a, Vec<String>> {
         Box::pin(self.read_now(key))
+    }
+}
+
+/// Reads the approved hash, or writes this listing into it when it does
+/// not exist (the first writer wins). KEYS[1]: the hash; ARGV[1]: the most
+/// fields it may hold (a bigger one is refused, not read); the rest: the
+/// listing's fields and values.
+const FIRST_WRITER_SCRIPT: &str = r"
+local held = redis.call('HLEN', KEYS[1])
+if held > tonumber(ARGV[1]) then
+  return redis.error_reply('the approved hash holds more fields than a listing can')
+end
+if held == 0 then
+  for i = 2, #ARGV, 2 do
+    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+  end
+end
+return redis.call('HGETALL', KEYS[1])
+";
+
+/// Approved fingerprints in one Redis (see the module).
+#[derive(Clone)]
+pub(crate) struct RedisApproved {
+    connection: ConnectionManager,
+    script: Script,
+}
+
+impl RedisApproved {
+    /// Baselines kept through `connection` (`budget::redis_connection`).
+    pub(crate) fn new(connection: ConnectionManager) -> Self {
+        RedisApproved {
+            connection,
+            script: Script::new(FIRST_WRITER_SCRIPT),
+        }
+    }
+
+    async fn first_writer_now(
+        &self,
+        server: &str,
+        listing: &[(String, String)],
+    ) -> Result<HashMap<String, String>, StateUnavailable> {
+        let key = super::approved_key(server);
+        let mut invocation = self.script.prepare_invoke();
+        // The mark and a field for each tool a listing can hold.
+        invocation.key(&key).arg(MAX_LIST_ITEMS + 1);
+        for item in encode_approved(listing) {
+            invocation.arg(item);
+        }
+        let mut connection = self.connection.clone();
+        let flat: Vec<String> = bounded("read the approved fingerprints", async move {
+            invocation.invoke_async(&mut connection).await
+        })
+        .await?;
+        decode_approved(&key, &flat)
+    }
+}
+
+impl ApprovedListings for RedisApproved {
+    fn first_writer<'a>(
+        &'a self,
+        server: &'a str,
+        listing: &'a [(String, String)],
+    ) -> StateFuture<'a, HashMap<String, String>> {
+        Box::pin(self.first_writer_now(server, listing))
     }
 }

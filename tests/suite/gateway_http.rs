@@ -43,6 +43,17 @@ pub(crate) fn start(dir: &Path, extra: &[&str]) -> Gateway {
 /// A gateway with this policy in front of the scripted server under each
 /// of `ids`; `TOKENS` in `extra` is a tokens file of dana's and omar's.
 pub(crate) fn start_with(dir: &Path, policy_text: &str, ids: &[&str], extra: &[&str]) -> Gateway {
+    start_with_env(dir, policy_text, ids, extra, &[])
+}
+
+/// [`start_with`], the gateway (and so its servers) given `env` too.
+pub(crate) fn start_with_env(
+    dir: &Path,
+    policy_text: &str,
+    ids: &[&str],
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Gateway {
     let policy = dir.join("gw.mcppol");
     std::fs::write(&policy, policy_text).unwrap();
     let servers = dir.join("servers.json");
@@ -75,6 +86,7 @@ pub(crate) fn start_with(dir: &Path, policy_text: &str, ids: &[&str], extra: &[&
                 .iter()
                 .map(|a| a.replace("TOKENS", tokens.to_str().unwrap())),
         )
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&stderr).unwrap())

@@ -105,6 +105,8 @@ mod proxy_servers;
 #[cfg(all(feature = "cli", feature = "pipeline"))]
 mod proxy_shown;
 #[cfg(all(feature = "cli", feature = "http", feature = "redis-state"))]
+mod redis_approved;
+#[cfg(all(feature = "cli", feature = "http", feature = "redis-state"))]
 mod redis_shared;
 #[cfg(all(feature = "cli", feature = "http", feature = "redis-state"))]
 mod redis_state;
