@@ -38,7 +38,7 @@ pub(crate) async fn serve(
     let is_stateless = stateless::is_stateless(params);
     if is_stateless {
         stateless::check_envelope(params)?;
-        adopt_stateless(gw).await;
+        adopt_stateless(gw, &request.method).await;
     } else if request.method == "server/discover" && gw.host_caps.get().is_none() {
         // A probe before any handshake: what the gateway speaks. The
         // servers are not started for it (the host may yet `initialize`).
@@ -55,13 +55,23 @@ pub(crate) async fn serve(
 /// A stateless host's first request: the session is initialized for it
 /// (nothing offered to the servers that only a handshake could declare),
 /// its taint is kept `--taint-ttl` after its last result, the servers
-/// start.
-async fn adopt_stateless(gw: &Arc<Shared>) {
+/// start. `server/discover` is answered at once (an SDK gives its probe a
+/// few seconds, and the servers may take longer to start); every other
+/// request, the first or one that came while they were starting, waits
+/// until every server is up or has failed to start.
+async fn adopt_stateless(gw: &Arc<Shared>, method: &str) {
     if gw.host_caps.set(json!({})).is_ok() {
         gw.stateless_host
             .store(true, std::sync::atomic::Ordering::Relaxed);
         gw.taint.expire_after(gw.taint_ttl);
-        super::start_servers(gw).await;
+        let starting = gw.clone();
+        tokio::spawn(async move { super::start_servers(&starting).await });
+    }
+    if method != "server/discover" {
+        let mut started = gw.started.subscribe();
+        // The sender lives in `gw`, so this ends when the servers have
+        // started (each one up or given up on by `--start-timeout`).
+        let _ = started.wait_for(|up| *up).await;
     }
 }
 
