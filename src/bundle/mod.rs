@@ -120,7 +120,9 @@ pub(crate) enum Step {
     /// A policy or lock file does not check.
     Policy,
     /// Older than the bundle in force (built before it), or its revision
-    /// with other content: rollback protection.
+    /// with other content: rollback protection (only a polled bundle,
+    /// feature `http`, has one in force to compare with).
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     Revision,
 }
 
