@@ -312,6 +312,22 @@ impl Pipeline {
         // With `pin_tools off` a changed definition is the policy's to
         // ignore: the listing shows it as it is.
         let pinned = policy.settings().pin_tools;
+        // A shared baseline that could not be read approves nothing, and
+        // a definition nobody approved is not shown: until it is read, the
+        // server lists no tool (as a lock file's changed tools are left
+        // out), rather than whatever it lists now, rug pull included.
+        let unapproved = pinned
+            && self.approved_listings.is_some()
+            && matches!(self.baseline_kind, Baseline::FirstListing)
+            && first.is_none();
+        if unapproved {
+            tracing::warn!(
+                target: "mcppol::definition_changed",
+                server = %self.server,
+                "the shared baseline cannot be read: the server's tools are left out of the listing"
+            );
+            return Ok(Vec::new());
+        }
         let mut tools: Vec<(String, Value)> = Vec::with_capacity(catalog.order.len());
         let shown = catalog
             .order
@@ -499,5 +515,41 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"));
         let names: Vec<&str> = listed.iter().filter_map(|t| t["name"].as_str()).collect();
         assert_eq!(names, ["read_file"]);
+    }
+
+    #[tokio::test]
+    async fn while_the_shared_baseline_cannot_be_read_no_tool_is_listed() {
+        let shared = Arc::new(Shared {
+            up: AtomicBool::new(false),
+            stored: HashMap::new(),
+            asked: Mutex::new(0),
+        });
+        let server = FakeServer::new()
+            .tool(json!({"name": "echo", "description": "rug pulled"}), |_| {
+                Ok(text_result("e"))
+            });
+        let set = crate::PolicySet::from_text("p.mcppol", "policy p {\n  allow \"s/*\"\n}\n")
+            .unwrap_or_else(|e| panic!("{}", e.render(false)));
+        let policy = set.get("p").unwrap_or_else(|| panic!("no policy")).clone();
+        let pipeline = Pipeline::builder(
+            "s",
+            Arc::new(MemoryTransport::new(server)),
+            PolicySource::Fixed(policy),
+        )
+        .approved_listings(shared.clone())
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+        let listed = pipeline
+            .list_tools(&CallOptions::default())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(listed.is_empty(), "{listed:?}");
+        // Readable again (an empty store: this listing is the first).
+        shared.up.store(true, Ordering::SeqCst);
+        let listed = pipeline
+            .list_tools(&CallOptions::default())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(listed.len(), 1, "{listed:?}");
     }
 }
